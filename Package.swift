@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Shrinkwrap: import → IR → compress → export, with a reference interpreter.
+// Target layout and dependency rules: ../shared/DESIGN.md.
+let package = Package(
+    name: "Shrinkwrap",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "shrinkwrap", targets: ["ShrinkwrapCLI"]),
+        .library(name: "Shrinkwrap", targets: ["Shrinkwrap"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
+    ],
+    targets: [
+        .target(name: "ShrinkwrapIR"),
+        .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
+        .target(
+            name: "ONNXSchema",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["README.md"]
+        ),
+        .target(
+            name: "ShrinkwrapONNX",
+            dependencies: ["ShrinkwrapIR", "ONNXSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
+        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX"]),
+        .executableTarget(
+            name: "ShrinkwrapCLI",
+            dependencies: ["Shrinkwrap", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR"]),
+        .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap"]),
+        .testTarget(name: "ShrinkwrapONNXTests", dependencies: ["Shrinkwrap", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR"]),
+        .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

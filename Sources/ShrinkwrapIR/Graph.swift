@@ -1,0 +1,169 @@
+/// One dimension of a value's shape.
+public enum Dim: Sendable, Equatable, CustomStringConvertible {
+    case fixed(Int)
+    case symbolic(String)
+    case unknown
+
+    public var value: Int? { if case .fixed(let v) = self { return v } else { return nil } }
+    public var description: String {
+        switch self {
+        case .fixed(let v): return String(v)
+        case .symbolic(let s): return s
+        case .unknown: return "?"
+        }
+    }
+}
+
+/// A graph input, output or intermediate value with what is known of its type.
+public struct ValueInfo: Sendable, Equatable {
+    public var name: String
+    public var dtype: DType?
+    /// nil when the rank is unknown.
+    public var shape: [Dim]?
+    public var docString: String
+
+    public init(name: String, dtype: DType?, shape: [Dim]?, docString: String = "") {
+        self.name = name; self.dtype = dtype; self.shape = shape; self.docString = docString
+    }
+
+    /// The shape when every dimension is fixed.
+    public var staticShape: [Int]? {
+        guard let shape else { return nil }
+        var out: [Int] = []
+        for d in shape { guard let v = d.value else { return nil }; out.append(v) }
+        return out
+    }
+
+    public var shapeDescription: String {
+        guard let shape else { return "?" }
+        return "[" + shape.map(\.description).joined(separator: ", ") + "]"
+    }
+}
+
+/// A node attribute (ONNX's attribute kinds that the IR carries).
+public enum Attribute: Sendable, Equatable {
+    case int(Int)
+    case float(Float)
+    case string(String)
+    case ints([Int])
+    case floats([Float])
+    case strings([String])
+    case tensor(Tensor)
+}
+
+/// One operator application. Op semantics are ONNX's at its latest opset;
+/// importers rewrite older forms (attributes that became inputs, etc.).
+public struct Node: Sendable, Equatable {
+    public var name: String
+    public var opType: String
+    /// Inputs by value name; "" marks an omitted optional input.
+    public var inputs: [String]
+    public var outputs: [String]
+    public var attributes: [String: Attribute]
+    public var docString: String
+
+    public init(name: String, opType: String, inputs: [String], outputs: [String],
+                attributes: [String: Attribute] = [:], docString: String = "") {
+        self.name = name; self.opType = opType; self.inputs = inputs; self.outputs = outputs
+        self.attributes = attributes; self.docString = docString
+    }
+
+    /// Input `i` if present and not omitted.
+    public func input(_ i: Int) -> String? {
+        i < inputs.count && !inputs[i].isEmpty ? inputs[i] : nil
+    }
+
+    /// A readable label for errors: the node's name, or its op and first output.
+    public var label: String {
+        name.isEmpty ? "\(opType)→\(outputs.first ?? "?")" : name
+    }
+}
+
+/// A named constant (weight or other initializer) with its encoding.
+public struct Constant: Sendable, Equatable {
+    public var name: String
+    public var encoding: WeightEncoding
+    public init(name: String, encoding: WeightEncoding) { self.name = name; self.encoding = encoding }
+    public init(name: String, tensor: Tensor) { self.init(name: name, encoding: .dense(tensor)) }
+}
+
+/// Model-level metadata that travels with the graph.
+public struct Metadata: Sendable, Equatable {
+    public var producerName = ""
+    public var producerVersion = ""
+    public var docString = ""
+    public var domain = ""
+    public var modelVersion: Int = 0
+    public var author = ""
+    public var license = ""
+    /// Class labels, when the model is a classifier and the file names them.
+    public var labels: [String] = []
+    /// Free-form key/value pairs in file order.
+    public var properties: [(key: String, value: String)] = []
+
+    public init() {}
+
+    public static func == (a: Metadata, b: Metadata) -> Bool {
+        a.producerName == b.producerName && a.producerVersion == b.producerVersion && a.docString == b.docString
+            && a.domain == b.domain && a.modelVersion == b.modelVersion && a.author == b.author
+            && a.license == b.license && a.labels == b.labels
+            && a.properties.map(\.key) == b.properties.map(\.key) && a.properties.map(\.value) == b.properties.map(\.value)
+    }
+}
+
+/// The intermediate representation every format imports into.
+///
+/// Nodes are kept in topological order (`Graph.validate()` checks it).
+/// Constants keep their insertion order so that exports are deterministic.
+public struct Graph: Sendable, Equatable {
+    public var name: String
+    public var inputs: [ValueInfo]
+    public var outputs: [ValueInfo]
+    public var nodes: [Node]
+    /// Shape / type annotations for intermediate values, by name.
+    public var valueInfo: [String: ValueInfo]
+    public var metadata: Metadata
+    /// Where the graph came from (format name and the opset or version), for `inspect`.
+    public var sourceFormat: String
+    public var sourceVersion: String
+    public private(set) var constants: [Constant]
+    private var constantIndex: [String: Int]
+
+    public init(name: String = "", inputs: [ValueInfo] = [], outputs: [ValueInfo] = [], nodes: [Node] = [],
+                constants: [Constant] = [], valueInfo: [String: ValueInfo] = [:], metadata: Metadata = Metadata(),
+                sourceFormat: String = "", sourceVersion: String = "") {
+        self.name = name; self.inputs = inputs; self.outputs = outputs; self.nodes = nodes
+        self.valueInfo = valueInfo; self.metadata = metadata
+        self.sourceFormat = sourceFormat; self.sourceVersion = sourceVersion
+        self.constants = []
+        self.constantIndex = [:]
+        for c in constants { setConstant(c) }
+    }
+
+    public func constant(named name: String) -> Constant? {
+        guard let i = constantIndex[name] else { return nil }
+        return constants[i]
+    }
+
+    public func isConstant(_ name: String) -> Bool { constantIndex[name] != nil }
+
+    /// Adds a constant, or replaces the one with the same name in place.
+    public mutating func setConstant(_ c: Constant) {
+        if let i = constantIndex[c.name] {
+            constants[i] = c
+        } else {
+            constantIndex[c.name] = constants.count
+            constants.append(c)
+        }
+    }
+
+    public mutating func removeConstant(named name: String) {
+        guard let i = constantIndex[name] else { return }
+        constants.remove(at: i)
+        constantIndex = [:]
+        for (j, c) in constants.enumerated() { constantIndex[c.name] = j }
+    }
+
+    /// Graph inputs that are not also constants (ONNX lets initializers be listed as inputs).
+    public var runtimeInputs: [ValueInfo] { inputs.filter { !isConstant($0.name) } }
+}

@@ -1,0 +1,146 @@
+import ShrinkwrapIR
+import Dispatch
+
+/// Executes a graph in float32 (integers for shape arithmetic).
+///
+/// Construction checks the graph (order, undefined values), checks that
+/// every op has a kernel (listing all that do not), and decodes every
+/// constant once through `WeightEncoding.decoded()`.
+public final class Interpreter: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Threads kernels may use; default: all cores.
+        public var threads: Int
+        public init(threads: Int? = nil) {
+            self.threads = max(1, threads ?? Interpreter.defaultThreads)
+        }
+    }
+
+    public static var defaultThreads: Int {
+        #if canImport(Darwin) || canImport(Glibc)
+        return max(1, sysconfCores())
+        #else
+        return 1
+        #endif
+    }
+
+    public let graph: Graph
+    public let options: Options
+
+    private struct Step {
+        let node: Node
+        let kernel: Kernel
+        let inputSlots: [Int]   // -1 for an omitted input
+        let outputSlots: [Int]  // -1 for an omitted output
+        let freeAfter: [Int]    // slots whose last reader is this step
+    }
+
+    private var slotOf: [String: Int] = [:]
+    private var slotNames: [String] = []
+    private var constantValues: [Int: Tensor] = [:]
+    private var steps: [Step] = []
+    private var inputSlots: [(ValueInfo, Int)] = []
+    private var outputSlots: [(String, Int)] = []
+
+    public init(graph: Graph, options: Options = Options()) throws {
+        let g = try graph.validatedAndSorted()
+        self.graph = g
+        self.options = options
+
+        let missing = Set(g.nodes.map(\.opType).filter { KernelRegistry.kernels[$0] == nil }).sorted()
+        if !missing.isEmpty {
+            throw KernelError.noKernel(op: missing.joined(separator: ", "))
+        }
+
+        func slot(_ name: String) -> Int {
+            if let s = slotOf[name] { return s }
+            let s = slotNames.count
+            slotOf[name] = s
+            slotNames.append(name)
+            return s
+        }
+        for c in g.constants { constantValues[slot(c.name)] = c.encoding.decoded() }
+        for i in g.runtimeInputs { inputSlots.append((i, slot(i.name))) }
+        var lastUse: [Int: Int] = [:]
+        var built: [(Node, [Int], [Int])] = []
+        for (si, n) in g.nodes.enumerated() {
+            let ins = n.inputs.map { $0.isEmpty ? -1 : slot($0) }
+            let outs = n.outputs.map { $0.isEmpty ? -1 : slot($0) }
+            for s in ins where s >= 0 { lastUse[s] = si }
+            built.append((n, ins, outs))
+        }
+        let keep = Set(g.outputs.map { slot($0.name) })
+        outputSlots = g.outputs.map { ($0.name, slot($0.name)) }
+        var freeAt = [[Int]](repeating: [], count: built.count)
+        for (s, si) in lastUse.sorted(by: { $0.key < $1.key }) where !keep.contains(s) && constantValues[s] == nil {
+            freeAt[si].append(s)
+        }
+        for (si, (n, ins, outs)) in built.enumerated() {
+            guard let k = KernelRegistry.kernels[n.opType] else { throw KernelError.noKernel(op: n.opType) }
+            steps.append(Step(node: n, kernel: k, inputSlots: ins, outputSlots: outs, freeAfter: freeAt[si]))
+        }
+    }
+
+    /// Runs the graph. `inputs` maps every runtime input name to a tensor.
+    /// With `observe`, every node's outputs are handed over as they are made
+    /// (for per-layer reports); intermediate values are otherwise freed early.
+    public func run(_ inputs: [String: Tensor], observe: ((Node, [Tensor]) -> Void)? = nil) throws -> [String: Tensor] {
+        var values = [Tensor?](repeating: nil, count: slotNames.count)
+        for (s, t) in constantValues { values[s] = t }
+        for (info, s) in inputSlots {
+            guard let t = inputs[info.name] else {
+                throw KernelError.badGraphInput(name: info.name, reason: "no value given")
+            }
+            try Interpreter.check(t, against: info)
+            values[s] = t
+        }
+        for step in steps {
+            let args = step.inputSlots.map { $0 >= 0 ? values[$0] : nil }
+            for (i, s) in step.inputSlots.enumerated() where s >= 0 && args[i] == nil {
+                throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
+                                               reason: "input '\(slotNames[s])' has no value")
+            }
+            let ctx = KernelContext(node: step.node, inputs: args, threads: options.threads)
+            let outs = try step.kernel(ctx)
+            for (i, s) in step.outputSlots.enumerated() where s >= 0 && i >= outs.count {
+                throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
+                                               reason: "output \(i) ('\(slotNames[s])') is not produced by this kernel")
+            }
+            for (i, s) in step.outputSlots.enumerated() where s >= 0 && i < outs.count { values[s] = outs[i] }
+            observe?(step.node, outs)
+            for s in step.freeAfter { values[s] = nil }
+        }
+        var result: [String: Tensor] = [:]
+        for (name, s) in outputSlots {
+            guard let t = values[s] else { throw GraphError.undefinedOutput(name) }
+            result[name] = t
+        }
+        return result
+    }
+
+    /// Checks a tensor against a declared input: dtype class and fixed dims.
+    public static func check(_ t: Tensor, against info: ValueInfo) throws {
+        if let dt = info.dtype {
+            if dt != t.dtype {
+                throw KernelError.badGraphInput(name: info.name, reason: "expected dtype \(dt), got \(t.dtype)")
+            }
+        }
+        if let dims = info.shape {
+            guard dims.count == t.shape.count else {
+                throw KernelError.badGraphInput(name: info.name, reason: "expected shape \(info.shapeDescription), got \(t.shape)")
+            }
+            for (d, v) in zip(dims, t.shape) {
+                if let f = d.value, f != v {
+                    throw KernelError.badGraphInput(name: info.name, reason: "expected shape \(info.shapeDescription), got \(t.shape)")
+                }
+            }
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+private func sysconfCores() -> Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+#elseif canImport(Darwin)
+import Darwin
+private func sysconfCores() -> Int { Int(sysconf(_SC_NPROCESSORS_ONLN)) }
+#endif
