@@ -1,1 +1,109 @@
-print("hi")
+import ArgumentParser
+import Foundation
+import Shrinkwrap
+import ShrinkwrapIR
+import ShrinkwrapRuntime
+
+/// Errors are printed as one line, `shrinkwrap: error: …`, and exit with 1.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+}
+
+@main
+struct ShrinkwrapCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shrinkwrap",
+        abstract: "Import, compress, export and compare neural-network models.",
+        version: Shrinkwrap.version,
+        subcommands: [Inspect.self, Run.self]
+    )
+
+    /// Runs the command; any error becomes one line on stderr and exit code 1.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let e as ImportError {
+            fail(e.description)
+        } catch let e as GraphError {
+            fail(e.description)
+        } catch let e as KernelError {
+            fail(e.description)
+        } catch let e as NPY.Error {
+            fail(e.description)
+        } catch let e as CLIError {
+            fail(e.description)
+        } catch let e as ModelRunner.RunError {
+            fail(e.description)
+        } catch let e as AtomicFile.Error {
+            fail(e.description)
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("shrinkwrap: error: \(message)\n".utf8))
+        Foundation.exit(1)
+    }
+}
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a model's format, inputs, outputs, ops, weights and metadata.")
+
+    @Argument(help: "The model file (.onnx).")
+    var model: String
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func run() throws {
+        let graph = try Shrinkwrap.load(model)
+        let info = Inspection(graph: graph, file: model)
+        print(json ? info.json : info.text, terminator: json ? "\n" : "")
+    }
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a model on .npy inputs; write every output as .npy and show the top-5 of class scores.")
+
+    @Argument(help: "The model file (.onnx).")
+    var model: String
+
+    @Option(name: .shortAndLong, help: "An input as NAME=FILE.npy (or just FILE.npy for a single-input model). Repeat for more inputs.")
+    var input: [String] = []
+
+    @Option(name: .customLong("output-dir"), help: "Folder for the outputs (one NAME.npy each).")
+    var outputDir: String?
+
+    @Option(help: "Worker threads (default: all cores).")
+    var threads: Int?
+
+    @Option(help: "How many top classes to print for class-score outputs.")
+    var top = 5
+
+    func run() throws {
+        let graph = try Shrinkwrap.load(model)
+        let inputs = try ModelRunner.loadInputs(input, graph: graph)
+        let interpreter = try Interpreter(graph: graph, options: .init(threads: threads))
+        let outputs = try interpreter.run(inputs)
+        let labels = graph.metadata.labels
+        for o in graph.outputs {
+            guard let t = outputs[o.name] else { continue }
+            print("\(o.name): \(t.dtype) \(t.shape)")
+            if let dir = outputDir {
+                let url = URL(fileURLWithPath: dir).appendingPathComponent(ModelRunner.fileName(for: o.name) + ".npy")
+                try AtomicFile.write(NPY.encode(t), to: url, protecting: [URL(fileURLWithPath: model)] + input.map { URL(fileURLWithPath: $0) })
+                print("  wrote \(url.path)")
+            }
+            if let best = ModelRunner.topK(t, k: top) {
+                for (rank, e) in best.enumerated() {
+                    let label = e.index < labels.count ? "  \(labels[e.index])" : ""
+                    print(String(format: "  %d. class %d  %.6f", rank + 1, e.index, e.score) + label)
+                }
+            }
+        }
+    }
+}

@@ -45,3 +45,46 @@ public enum DType: String, Sendable, CaseIterable, Codable, CustomStringConverti
         }
     }
 }
+
+extension DType {
+    /// The ONNX `TensorProto.DataType` numbers. ONNX op attributes that name a
+    /// type (Cast's `to`, EyeLike's `dtype`, RandomNormal's `dtype`, …) carry
+    /// these numbers, and op semantics in the IR are ONNX's, so kernels use
+    /// this mapping too.
+    public init?(onnxDataType code: Int) {
+        switch code {
+        case 1: self = .float32
+        case 2: self = .uint8
+        case 3: self = .int8
+        case 4: self = .uint16
+        case 5: self = .int16
+        case 6: self = .int32
+        case 7: self = .int64
+        case 9: self = .bool
+        case 10: self = .float16
+        case 11: self = .float64
+        case 12: self = .uint32
+        case 13: self = .uint64
+        case 16: self = .bfloat16
+        default: return nil
+        }
+    }
+
+    public var onnxDataType: Int {
+        switch self {
+        case .float32: return 1
+        case .uint8: return 2
+        case .int8: return 3
+        case .uint16: return 4
+        case .int16: return 5
+        case .int32: return 6
+        case .int64: return 7
+        case .bool: return 9
+        case .float16: return 10
+        case .float64: return 11
+        case .uint32: return 12
+        case .uint64: return 13
+        case .bfloat16: return 16
+        }
+    }
+}

@@ -1,1 +1,228 @@
+import Foundation
+import ONNXSchema
 import ShrinkwrapIR
+import SwiftProtobuf
+
+/// Reads an ONNX model into the IR.
+///
+/// Op semantics in the IR are ONNX's at the newest opset; older forms are
+/// rewritten here (see `ONNXOps`). Every unsupported op is collected before
+/// the importer throws, so the user sees the whole list at once.
+public enum ONNXImporter {
+    /// Default-domain opsets the importer accepts.
+    public static let supportedOpsets = 6...28
+
+    /// Imports a model file. External data is resolved against its folder.
+    public static func importModel(at url: URL) throws -> Graph {
+        let file = url.path
+        let data: Data
+        do {
+            data = try Data(contentsOf: url, options: .mappedIfSafe)
+        } catch {
+            throw ImportError.unreadable(file: file, reason: (error as NSError).localizedDescription)
+        }
+        return try importModel(data: data, file: file, directory: url.deletingLastPathComponent())
+    }
+
+    /// Imports model bytes; `file` names them in errors.
+    public static func importModel(data: Data, file: String, directory: URL? = nil) throws -> Graph {
+        if data.isEmpty { throw ImportError.malformed(SourceLocation(file: file), reason: "file is empty") }
+        let model: Onnx_ModelProto
+        do {
+            var options = BinaryDecodingOptions()
+            options.messageDepthLimit = 64
+            model = try Onnx_ModelProto(serializedBytes: data, options: options)
+        } catch {
+            throw ImportError.malformed(SourceLocation(file: file), reason: "not an ONNX protobuf (\(error))")
+        }
+        guard model.hasGraph else {
+            throw ImportError.malformed(SourceLocation(file: file), reason: "no graph (is this an ONNX model?)")
+        }
+        var opset: Int?
+        for o in model.opsetImport where o.domain.isEmpty || o.domain == "ai.onnx" { opset = Int(o.version) }
+        if model.opsetImport.isEmpty { opset = 1 }
+        guard let opset else {
+            throw ImportError.malformed(SourceLocation(file: file, place: "opset_import"), reason: "no default-domain opset")
+        }
+        guard supportedOpsets.contains(opset) else {
+            throw ImportError.unsupported(SourceLocation(file: file, place: "opset_import"),
+                                          what: "opset \(opset) (supported: \(supportedOpsets.lowerBound)–\(supportedOpsets.upperBound))")
+        }
+        var importer = GraphBuilder(file: file, opset: opset,
+                                    tensors: ONNXTensorDecoder(file: file, modelDirectory: directory))
+        var graph = try importer.build(model.graph)
+        graph.sourceFormat = "onnx"
+        graph.sourceVersion = "ir \(model.irVersion), opset \(opset)"
+        var meta = Metadata()
+        meta.producerName = model.producerName
+        meta.producerVersion = model.producerVersion
+        meta.docString = model.docString
+        meta.domain = model.domain
+        meta.modelVersion = Int(clamping: model.modelVersion)
+        for p in model.metadataProps {
+            meta.properties.append((p.key, p.value))
+            switch p.key.lowercased() {
+            case "author": meta.author = p.value
+            case "license": meta.license = p.value
+            case "labels", "classes", "class_labels":
+                meta.labels = p.value.split(whereSeparator: { $0 == "\n" || $0 == "," }).map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+            default: break
+            }
+        }
+        graph.metadata = meta
+        do {
+            return try graph.validatedAndSorted()
+        } catch let e as GraphError {
+            throw ImportError.malformed(SourceLocation(file: file, place: "graph"), reason: e.description)
+        }
+    }
+}
+
+/// Translates one GraphProto, node by node, into a `Graph`.
+struct GraphBuilder {
+    let file: String
+    let opset: Int
+    let tensors: ONNXTensorDecoder
+    var graph = Graph()
+    private var usedNames = Set<String>()
+    private var counter = 0
+
+    init(file: String, opset: Int, tensors: ONNXTensorDecoder) {
+        self.file = file; self.opset = opset; self.tensors = tensors
+    }
+
+    func location(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }
+
+    /// A fresh value name for values the importer introduces.
+    mutating func freshName(_ hint: String) -> String {
+        while true {
+            counter += 1
+            let n = "\(hint)__sw\(counter)"
+            if !usedNames.contains(n) { usedNames.insert(n); return n }
+        }
+    }
+
+    /// Adds a constant and returns its name.
+    mutating func addConstant(_ t: Tensor, hint: String) -> String {
+        let name = freshName(hint)
+        graph.setConstant(Constant(name: name, tensor: t))
+        return name
+    }
+
+    mutating func build(_ g: Onnx_GraphProto) throws -> Graph {
+        graph.name = g.name
+        for n in g.node { usedNames.formUnion(n.output); usedNames.formUnion(n.input) }
+        for i in g.initializer { usedNames.insert(i.name) }
+        if let s = g.sparseInitializer.first {
+            throw ImportError.unsupported(location("sparse_initializer '\(s.values.name)'"), what: "sparse initializers")
+        }
+        for (i, t) in g.initializer.enumerated() {
+            let place = "initializer[\(i)] '\(t.name)'"
+            guard !t.name.isEmpty else { throw ImportError.malformed(location(place), reason: "initializer has no name") }
+            graph.setConstant(Constant(name: t.name, tensor: try tensors.decode(t, place: place)))
+        }
+        graph.inputs = try g.input.enumerated().map { try valueInfo($1, place: "input[\($0)] '\($1.name)'") }
+        graph.outputs = try g.output.enumerated().map { try valueInfo($1, place: "output[\($0)] '\($1.name)'") }
+        for (i, v) in g.valueInfo.enumerated() {
+            if let info = try? valueInfo(v, place: "value_info[\(i)]") { graph.valueInfo[v.name] = info }
+        }
+        for v in graph.inputs + graph.outputs { graph.valueInfo[v.name] = v }
+        graph.metadata.docString = g.docString
+
+        // Translate every node, collecting unsupported ops before failing.
+        var unsupported: [String] = []
+        var seenUnsupported = Set<String>()
+        for (i, p) in g.node.enumerated() {
+            let place = "node[\(i)] '\(p.name)' (\(p.opType))"
+            let domain = p.domain == "ai.onnx" ? "" : p.domain
+            guard domain.isEmpty, let translate = ONNXOps.translators[p.opType] else {
+                let key = domain.isEmpty ? p.opType : "\(domain).\(p.opType)"
+                if seenUnsupported.insert(key).inserted { unsupported.append(key) }
+                continue
+            }
+            if !unsupported.isEmpty { continue }  // keep scanning for more unsupported ops only
+            let node = try self.node(p, place: place)
+            try translate(&self, node, place)
+        }
+        if !unsupported.isEmpty { throw ImportError.unsupportedOps(file: file, ops: unsupported) }
+        return graph
+    }
+
+    /// The NodeProto as an IR node with ONNX attributes converted.
+    func node(_ p: Onnx_NodeProto, place: String) throws -> Node {
+        var attrs: [String: Attribute] = [:]
+        for a in p.attribute {
+            let aplace = "\(place) attribute '\(a.name)'"
+            if !a.refAttrName.isEmpty { throw ImportError.unsupported(location(aplace), what: "attribute references (functions)") }
+            let type = a.hasType ? a.type : inferredType(a)
+            switch type {
+            case .float: attrs[a.name] = .float(a.f)
+            case .int: attrs[a.name] = .int(Int(clamping: a.i))
+            case .string: attrs[a.name] = .string(String(decoding: a.s, as: UTF8.self))
+            case .floats: attrs[a.name] = .floats(a.floats)
+            case .ints: attrs[a.name] = .ints(a.ints.map { Int(clamping: $0) })
+            case .strings: attrs[a.name] = .strings(a.strings.map { String(decoding: $0, as: UTF8.self) })
+            case .tensor: attrs[a.name] = .tensor(try tensors.decode(a.t, place: aplace))
+            case .graph, .graphs:
+                throw ImportError.unsupported(location(aplace), what: "subgraphs (\(p.opType) bodies); control flow is not supported")
+            default:
+                throw ImportError.unsupported(location(aplace), what: "attribute type \(type)")
+            }
+        }
+        return Node(name: p.name, opType: p.opType, inputs: p.input, outputs: p.output, attributes: attrs, docString: p.docString)
+    }
+
+    /// Old files may omit the attribute type; infer it from the set field.
+    func inferredType(_ a: Onnx_AttributeProto) -> Onnx_AttributeProto.AttributeType {
+        if a.hasG || !a.graphs.isEmpty { return .graph }
+        if a.hasT { return .tensor }
+        if !a.floats.isEmpty { return .floats }
+        if !a.ints.isEmpty { return .ints }
+        if !a.strings.isEmpty { return .strings }
+        if a.hasS { return .string }
+        if a.hasF { return .float }
+        if a.hasI { return .int }
+        return .undefined
+    }
+
+    func valueInfo(_ v: Onnx_ValueInfoProto, place: String) throws -> ValueInfo {
+        guard v.hasType else { return ValueInfo(name: v.name, dtype: nil, shape: nil, docString: v.docString) }
+        guard case .tensorType(let tt)? = v.type.value else {
+            throw ImportError.unsupported(location(place), what: "non-tensor value (sequence, map or optional types)")
+        }
+        let dtype = tt.hasElemType ? DType(onnxDataType: Int(tt.elemType)) : nil
+        if tt.hasElemType && dtype == nil && tt.elemType != 0 {
+            throw ImportError.unsupported(location(place), what: "element type code \(tt.elemType)")
+        }
+        var dims: [Dim]?
+        if tt.hasShape {
+            dims = tt.shape.dim.map { d in
+                switch d.value {
+                case .dimValue(let v)?: return v >= 0 ? .fixed(Int(clamping: v)) : .unknown
+                case .dimParam(let s)?: return s.isEmpty ? .unknown : .symbolic(s)
+                case nil: return .unknown
+                }
+            }
+        }
+        return ValueInfo(name: v.name, dtype: dtype, shape: dims, docString: v.docString)
+    }
+
+    /// Appends a node to the graph.
+    mutating func emit(_ n: Node) { graph.nodes.append(n) }
+}
+
+extension ONNXImporter {
+    /// Decodes a serialized TensorProto (a `.pb` file of the ONNX test suites).
+    public static func decodeTensor(data: Data, file: String) throws -> Tensor {
+        let proto: Onnx_TensorProto
+        do {
+            proto = try Onnx_TensorProto(serializedBytes: data)
+        } catch {
+            throw ImportError.malformed(SourceLocation(file: file), reason: "not a TensorProto (\(error))")
+        }
+        let dir = URL(fileURLWithPath: file).deletingLastPathComponent()
+        return try ONNXTensorDecoder(file: file, modelDirectory: dir).decode(proto, place: "tensor '\(proto.name)'")
+    }
+}

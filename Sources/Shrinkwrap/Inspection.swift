@@ -1,0 +1,105 @@
+import Foundation
+import ShrinkwrapIR
+
+/// What `shrinkwrap inspect` reports about a model.
+public struct Inspection: Codable, Sendable {
+    public struct Value: Codable, Sendable {
+        public var name: String
+        public var dtype: String
+        public var shape: [String]
+    }
+    public struct Weight: Codable, Sendable {
+        public var name: String
+        public var dtype: String
+        public var encoding: String
+        public var shape: [Int]
+        public var bytes: Int
+    }
+    public var file: String
+    public var format: String
+    public var formatVersion: String
+    public var producer: String
+    public var graphName: String
+    public var inputs: [Value]
+    public var outputs: [Value]
+    public var nodeCount: Int
+    /// Op → count, sorted by count then name.
+    public var ops: [OpCount]
+    public var weightCount: Int
+    public var weightBytes: Int
+    public var largestWeights: [Weight]
+    public var metadata: [String: String]
+    public var labels: [String]
+
+    public struct OpCount: Codable, Sendable { public var op: String; public var count: Int }
+
+    public init(graph g: Graph, file: String, largest: Int = 5) {
+        func value(_ v: ValueInfo) -> Value {
+            Value(name: v.name, dtype: v.dtype?.rawValue ?? "?", shape: v.shape?.map(\.description) ?? ["?"])
+        }
+        self.file = file
+        format = g.sourceFormat
+        formatVersion = g.sourceVersion
+        producer = [g.metadata.producerName, g.metadata.producerVersion].filter { !$0.isEmpty }.joined(separator: " ")
+        graphName = g.name
+        inputs = g.runtimeInputs.map(value)
+        outputs = g.outputs.map(value)
+        nodeCount = g.nodes.count
+        var hist: [String: Int] = [:]
+        for n in g.nodes { hist[n.opType, default: 0] += 1 }
+        ops = hist.map { OpCount(op: $0.key, count: $0.value) }.sorted { ($0.count, $1.op) > ($1.count, $0.op) }
+        let weights = g.constants.map {
+            Weight(name: $0.name, dtype: $0.encoding.dtype.rawValue, encoding: $0.encoding.kind,
+                   shape: $0.encoding.shape, bytes: $0.encoding.storageBytes)
+        }
+        weightCount = weights.count
+        weightBytes = weights.reduce(0) { $0 + $1.bytes }
+        largestWeights = Array(weights.sorted { ($0.bytes, $1.name) > ($1.bytes, $0.name) }.prefix(largest))
+        var md: [String: String] = [:]
+        if !g.metadata.docString.isEmpty { md["doc_string"] = g.metadata.docString }
+        if !g.metadata.domain.isEmpty { md["domain"] = g.metadata.domain }
+        if g.metadata.modelVersion != 0 { md["model_version"] = String(g.metadata.modelVersion) }
+        for p in g.metadata.properties { md[p.key] = p.value }
+        metadata = md
+        labels = g.metadata.labels
+    }
+
+    /// Human-readable text.
+    public var text: String {
+        var s = ""
+        s += "\(file)\n"
+        s += "  format:    \(format) (\(formatVersion))\n"
+        if !producer.isEmpty { s += "  producer:  \(producer)\n" }
+        if !graphName.isEmpty { s += "  graph:     \(graphName)\n" }
+        s += "  inputs:\n"
+        for v in inputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\n" }
+        s += "  outputs:\n"
+        for v in outputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\n" }
+        s += "  nodes:     \(nodeCount)\n"
+        s += "  ops:       " + ops.map { "\($0.op)×\($0.count)" }.joined(separator: ", ") + "\n"
+        s += "  weights:   \(weightCount) tensors, \(Inspection.formatBytes(weightBytes))\n"
+        for w in largestWeights {
+            s += "    \(w.name): \(w.encoding) [\(w.shape.map(String.init).joined(separator: ", "))] \(Inspection.formatBytes(w.bytes))\n"
+        }
+        if !metadata.isEmpty {
+            s += "  metadata:\n"
+            for k in metadata.keys.sorted() { s += "    \(k): \(metadata[k] ?? "")\n" }
+        }
+        if !labels.isEmpty { s += "  labels:    \(labels.count) (\(labels.prefix(5).joined(separator: ", "))\(labels.count > 5 ? ", …" : ""))\n" }
+        return s
+    }
+
+    public var json: String {
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let d = try? enc.encode(self) else { return "{}" }
+        return String(decoding: d, as: UTF8.self)
+    }
+
+    public static func formatBytes(_ n: Int) -> String {
+        if n < 1024 { return "\(n) B" }
+        if n < 1 << 20 { return String(format: "%.1f KiB", Double(n) / 1024) }
+        if n < 1 << 30 { return String(format: "%.1f MiB", Double(n) / 1048576) }
+        return String(format: "%.2f GiB", Double(n) / 1073741824)
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import ShrinkwrapIR
+import ShrinkwrapONNX
+
+/// A model file format Shrinkwrap can read (and later write).
+public struct ModelFormat: Sendable {
+    /// Short name, e.g. "onnx".
+    public let name: String
+    /// File extensions, lowercase, without the dot.
+    public let extensions: [String]
+    /// Imports a file of this format.
+    public let importer: @Sendable (URL) throws -> Graph
+    /// Ops (in the format's own vocabulary) the importer accepts.
+    public let supportedOps: [String]
+}
+
+/// The format registry: one line per format.
+public enum ModelFormats {
+    public static let all: [ModelFormat] = [
+        ModelFormat(name: "onnx", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
+                    supportedOps: ONNXImporter.supportedOps),
+    ]
+
+    /// The format for a path, by extension.
+    public static func format(for url: URL) -> ModelFormat? {
+        let ext = url.pathExtension.lowercased()
+        return all.first { $0.extensions.contains(ext) }
+    }
+}
+
+/// Library entry points used by the CLI.
+public enum Shrinkwrap {
+    public static let version = "0.1.0"
+
+    /// Loads a model of any registered format.
+    public static func load(_ path: String) throws -> Graph {
+        let url = URL(fileURLWithPath: path)
+        guard let f = ModelFormats.format(for: url) else { throw ImportError.unknownFormat(file: path) }
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+            throw ImportError.unreadable(file: path, reason: "no such file")
+        }
+        if isDir.boolValue { throw ImportError.unreadable(file: path, reason: "is a folder") }
+        return try f.importer(url)
+    }
+}
+
+/// Writes files atomically: a temporary file in the target folder, then a
+/// rename. Refuses to overwrite any path given as an input.
+public enum AtomicFile {
+    public struct Error: Swift.Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public static func write(_ data: Data, to url: URL, protecting inputs: [URL] = []) throws {
+        let target = url.standardizedFileURL.resolvingSymlinksInPath()
+        for i in inputs where i.standardizedFileURL.resolvingSymlinksInPath().path == target.path {
+            throw Error(description: "\(url.path): refusing to overwrite an input file")
+        }
+        let dir = url.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        } catch {
+            throw Error(description: "\(dir.path): cannot create folder: \((error as NSError).localizedDescription)")
+        }
+        let tmp = dir.appendingPathComponent(".\(url.lastPathComponent).tmp-\(ProcessInfo.processInfo.processIdentifier)")
+        do {
+            try data.write(to: tmp)
+            if FileManager.default.fileExists(atPath: url.path) {
+                _ = try FileManager.default.replaceItemAt(url, withItemAt: tmp)
+            } else {
+                try FileManager.default.moveItem(at: tmp, to: url)
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: tmp)
+            throw Error(description: "\(url.path): cannot write: \((error as NSError).localizedDescription)")
+        }
+    }
+}

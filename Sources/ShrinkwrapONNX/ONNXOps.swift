@@ -1,0 +1,65 @@
+import ShrinkwrapIR
+
+/// Translates one ONNX node (attributes already converted) into IR nodes.
+typealias ONNXTranslator = (inout GraphBuilder, Node, String) throws -> Void
+
+/// The ONNX op → IR translator table. Most ops pass through unchanged (IR op
+/// semantics are ONNX's at the newest opset); ops whose form changed across
+/// opsets have a translator in `ONNXOps+Legacy.swift` that rewrites old forms.
+enum ONNXOps {
+    /// Ops whose every supported opset already has the newest form.
+    static let passThrough: [String] = [
+        // tensor / shape
+        "Identity", "Flatten", "Reshape", "Transpose", "Concat", "Gather", "GatherElements", "GatherND",
+        "ScatterElements", "ScatterND", "Expand", "Tile", "Shape", "Size", "ConstantOfShape", "Range",
+        "EyeLike", "OneHot", "Trilu", "NonZero", "CumSum", "Compress", "Where",
+        // elementwise
+        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Sum", "Mean", "Max", "Min",
+        "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Not",
+        "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor", "Ceil", "Round", "Sign",
+        "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsNaN", "IsInf",
+        "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+        "Softplus", "Softsign", "Gelu", "Mish", "ThresholdedRelu", "Shrink",
+        "ArgMax", "ArgMin", "Cast", "CastLike",
+        // neural network
+        "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool",
+        "Gemm", "MatMul", "InstanceNormalization", "LayerNormalization", "GroupNormalization", "LRN",
+        "DepthToSpace", "SpaceToDepth",
+        "LSTM", "GRU", "RNN",
+    ]
+
+    static let translators: [String: ONNXTranslator] = {
+        var t: [String: ONNXTranslator] = [:]
+        for op in passThrough { t[op] = { b, n, _ in b.emit(n) } }
+        // Forms that changed across opsets (ONNXOps+Legacy.swift).
+        t["Constant"] = ONNXOps.constant
+        t["Clip"] = ONNXOps.clip
+        t["Split"] = ONNXOps.split
+        t["Squeeze"] = ONNXOps.axesToInput(sinceOpset: 13)
+        t["Unsqueeze"] = ONNXOps.axesToInput(sinceOpset: 13)
+        t["ReduceSum"] = ONNXOps.axesToInput(sinceOpset: 13)
+        for op in ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                   "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"] {
+            t[op] = ONNXOps.axesToInput(sinceOpset: 18)
+        }
+        t["Pad"] = ONNXOps.pad
+        t["Slice"] = ONNXOps.slice
+        t["Resize"] = ONNXOps.resize
+        t["Upsample"] = ONNXOps.upsample
+        t["Softmax"] = ONNXOps.softmaxFamily
+        t["LogSoftmax"] = ONNXOps.softmaxFamily
+        t["Hardmax"] = ONNXOps.softmaxFamily
+        t["BatchNormalization"] = ONNXOps.batchNorm
+        t["Dropout"] = ONNXOps.dropout
+        t["TopK"] = ONNXOps.topK
+        return t
+    }()
+
+    /// Every ONNX op the importer accepts, sorted.
+    static var supportedOps: [String] { translators.keys.sorted() }
+}
+
+extension ONNXImporter {
+    /// Every ONNX op (default domain) the importer accepts, sorted.
+    public static var supportedOps: [String] { ONNXOps.supportedOps }
+}

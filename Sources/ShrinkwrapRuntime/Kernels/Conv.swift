@@ -1,0 +1,392 @@
+import ShrinkwrapIR
+
+// Conv and ConvTranspose (NCHW, 1–3 spatial dims) on GEMM.sgemm.
+extension NNKernels {
+    // MARK: Conv
+
+    /// Conv: Y = W ⋆ X + B, with groups, strides, dilations, pads / auto_pad.
+    /// im2col + sgemm per group; 1×1 stride-1 unpadded convs multiply the
+    /// input directly; depthwise convs use a direct loop.
+    public static func conv(_ c: KernelContext) throws -> [Tensor] {
+        let (xt, x) = try floatInput(c, 0, name: "X", minRank: 3)
+        let (wt, w) = try floatInput(c, 1, name: "W", minRank: 3)
+        guard wt.rank == xt.rank else {
+            throw c.fail("W has shape \(wt.shape) but X has shape \(xt.shape): ranks must match")
+        }
+        let n = xt.shape[0], ch = xt.shape[1]
+        let m = wt.shape[0]
+        let group = try c.int("group", default: 1)
+        guard group >= 1 else { throw c.badAttribute("group", "must be ≥ 1, got \(group)") }
+        guard ch % group == 0 else { throw c.fail("input channels \(ch) are not divisible by group \(group)") }
+        guard m % group == 0 else { throw c.fail("output channels \(m) (W.shape[0]) are not divisible by group \(group)") }
+        let cg = ch / group, mg = m / group
+        guard wt.shape[1] == cg else {
+            throw c.fail("W.shape[1] is \(wt.shape[1]) but X has \(ch) channels in \(group) group(s) (expected \(cg))")
+        }
+        let kernel = Array(wt.shape[2...])
+        if let ks = try c.ints("kernel_shape"), ks != kernel {
+            throw c.badAttribute("kernel_shape", "\(ks) does not match W's spatial shape \(kernel)")
+        }
+        let bias = try optionalVector(c, 2, name: "B", count: m)
+        let geo = try WindowGeometry.forward(c, inputSpatial: Array(xt.shape[2...]), kernel: kernel, ceilMode: false)
+        let outShape = [n, m] + geo.outputSpatial
+        let total = try c.checkedCount(outShape)
+        if total == 0 { return [floatTensor([], shape: outShape, dtype: xt.dtype)] }
+
+        let pIn = geo.inputCount, pOut = geo.outputCount, kc = geo.kernelCount
+        let rows = cg * kc
+        _ = try c.checkedCount([rows, pOut])
+        let threads = c.threads
+
+        let depthwise = cg == 1 && group == ch && group > 1
+        let pointwise = kc == 1 && geo.strides == [1, 1, 1] && geo.padBegin == [0, 0, 0] && geo.padEnd == [0, 0, 0]
+
+        var y: [Float]
+        if depthwise {
+            y = makeFloats(total) { yp in
+                x.withUnsafeBufferPointer { xb in
+                    w.withUnsafeBufferPointer { wb in
+                        guard let xp = xb.baseAddress, let wp = wb.baseAddress else { return }
+                        depthwiseConv(x: xp, w: wp, bias: bias, y: yp, batch: n, channels: ch, multiplier: mg,
+                                      geo: geo, threads: threads)
+                    }
+                }
+            }
+        } else {
+            y = makeFloats(total) { yp in
+                x.withUnsafeBufferPointer { xb in
+                    w.withUnsafeBufferPointer { wb in
+                        guard let xp = xb.baseAddress, let wp = wb.baseAddress else {
+                            // Zero-sized input channels: the result is the bias alone.
+                            for i in 0..<total { yp[i] = 0 }
+                            return
+                        }
+                        var col = [Float]()
+                        if !pointwise { col = uninitializedFloats(rows * pOut) }
+                        col.withUnsafeMutableBufferPointer { colb in
+                            for b in 0..<n {
+                                for g in 0..<group {
+                                    let xg = xp + (b * ch + g * cg) * pIn
+                                    let src: UnsafePointer<Float>
+                                    if pointwise {
+                                        src = xg
+                                    } else {
+                                        guard let cp = colb.baseAddress else { return }
+                                        im2col(x: xg, channels: cg, geo: geo, col: cp, threads: threads)
+                                        src = UnsafePointer(cp)
+                                    }
+                                    GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
+                                               a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut,
+                                               c: yp + (b * m + g * mg) * pOut, ldc: pOut, threads: threads)
+                                }
+                            }
+                        }
+                    }
+                }
+                if let bias {
+                    addChannelBias(yp, bias: bias, batch: n, channels: m, plane: pOut, threads: threads)
+                }
+            }
+        }
+        roundToDType(&y, xt.dtype)
+        return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
+    }
+
+    /// Adds `bias[c]` to every element of each channel plane.
+    static func addChannelBias(_ y: UnsafeMutablePointer<Float>, bias: [Float], batch: Int, channels: Int,
+                               plane: Int, threads: Int) {
+        let ys = SendablePointer(y)
+        let planes = batch * channels
+        bias.withUnsafeBufferPointer { bb in
+            parallelChunks(planes, threads: threads, minChunk: max(1, 32768 / max(plane, 1))) { r in
+                for p in r {
+                    let bv = bb[p % channels]
+                    let row = ys.p + p * plane
+                    for i in 0..<plane { row[i] += bv }
+                }
+            }
+        }
+    }
+
+    /// Unfolds `channels` input planes into a (channels·kernel) × outputCount
+    /// matrix: row (c, kd, kh, kw), column = output position.
+    static func im2col(x: UnsafePointer<Float>, channels: Int, geo: WindowGeometry,
+                       col: UnsafeMutablePointer<Float>, threads: Int) {
+        let k0 = geo.kernel[0], k1 = geo.kernel[1], k2 = geo.kernel[2]
+        let kc = k0 * k1 * k2
+        let in0 = geo.input[0], in1 = geo.input[1], in2 = geo.input[2]
+        let o0 = geo.output[0], o1 = geo.output[1], o2 = geo.output[2]
+        let s0 = geo.strides[0], s1 = geo.strides[1], s2 = geo.strides[2]
+        let d0 = geo.dilations[0], d1 = geo.dilations[1], d2 = geo.dilations[2]
+        let p0 = geo.padBegin[0], p1 = geo.padBegin[1], p2 = geo.padBegin[2]
+        let pIn = in0 * in1 * in2, pOut = o0 * o1 * o2
+        let rows = channels * kc
+        let cs = SendablePointer(col)
+        let xs = x
+        parallelChunks(rows, threads: threads, minChunk: max(1, 16384 / max(pOut, 1))) { range in
+            for row in range {
+                let ci = row / kc
+                var kr = row % kc
+                let kw = kr % k2; kr /= k2
+                let kh = kr % k1
+                let kd = kr / k1
+                let plane = xs + ci * pIn
+                var dst = cs.p + row * pOut
+                let off2 = kw * d2 - p2
+                let (lo2, hi2) = NNKernels.validRun(offset: off2, step: s2, limit: in2, n: o2)
+                for od in 0..<o0 {
+                    let id = od * s0 - p0 + kd * d0
+                    if id < 0 || id >= in0 {
+                        dst.update(repeating: 0, count: o1 * o2)
+                        dst += o1 * o2
+                        continue
+                    }
+                    for oh in 0..<o1 {
+                        let ih = oh * s1 - p1 + kh * d1
+                        if ih < 0 || ih >= in1 {
+                            dst.update(repeating: 0, count: o2)
+                        } else {
+                            let line = plane + (id * in1 + ih) * in2
+                            if lo2 > 0 { dst.update(repeating: 0, count: lo2) }
+                            if s2 == 1 {
+                                (dst + lo2).update(from: line + (lo2 + off2), count: hi2 - lo2)
+                            } else {
+                                var src = lo2 * s2 + off2
+                                for ow in lo2..<hi2 { dst[ow] = line[src]; src += s2 }
+                            }
+                            if hi2 < o2 { (dst + hi2).update(repeating: 0, count: o2 - hi2) }
+                        }
+                        dst += o2
+                    }
+                }
+            }
+        }
+    }
+
+    /// Depthwise convolution (group == channels, one input channel per
+    /// group): each output plane accumulates its kernel taps in a fixed order.
+    static func depthwiseConv(x: UnsafePointer<Float>, w: UnsafePointer<Float>, bias: [Float]?,
+                              y: UnsafeMutablePointer<Float>, batch: Int, channels: Int, multiplier: Int,
+                              geo: WindowGeometry, threads: Int) {
+        let k0 = geo.kernel[0], k1 = geo.kernel[1], k2 = geo.kernel[2]
+        let kc = k0 * k1 * k2
+        let in0 = geo.input[0], in1 = geo.input[1], in2 = geo.input[2]
+        let o0 = geo.output[0], o1 = geo.output[1], o2 = geo.output[2]
+        let s0 = geo.strides[0], s1 = geo.strides[1], s2 = geo.strides[2]
+        let d0 = geo.dilations[0], d1 = geo.dilations[1], d2 = geo.dilations[2]
+        let p0 = geo.padBegin[0], p1 = geo.padBegin[1], p2 = geo.padBegin[2]
+        let pIn = in0 * in1 * in2, pOut = o0 * o1 * o2
+        let m = channels * multiplier
+        let ys = SendablePointer(y)
+        // Valid output run along the last axis for every kw.
+        var runs = [(Int, Int)]()
+        runs.reserveCapacity(k2)
+        for kw in 0..<k2 { runs.append(NNKernels.validRun(offset: kw * d2 - p2, step: s2, limit: in2, n: o2)) }
+        runs.withUnsafeBufferPointer { rb in
+            parallelChunks(batch * m, threads: threads, minChunk: max(1, 8192 / max(pOut * kc, 1))) { range in
+                for planeIndex in range {
+                    let b = planeIndex / m, oc = planeIndex % m
+                    let ic = oc / multiplier
+                    let xPlane = x + (b * channels + ic) * pIn
+                    let wk = w + oc * kc
+                    let yPlane = ys.p + planeIndex * pOut
+                    yPlane.update(repeating: bias?[oc] ?? 0, count: pOut)
+                    for od in 0..<o0 {
+                        for oh in 0..<o1 {
+                            let yrow = yPlane + (od * o1 + oh) * o2
+                            for kd in 0..<k0 {
+                                let id = od * s0 - p0 + kd * d0
+                                if id < 0 || id >= in0 { continue }
+                                for kh in 0..<k1 {
+                                    let ih = oh * s1 - p1 + kh * d1
+                                    if ih < 0 || ih >= in1 { continue }
+                                    let line = xPlane + (id * in1 + ih) * in2
+                                    let wrow = wk + (kd * k1 + kh) * k2
+                                    for kw in 0..<k2 {
+                                        let wv = wrow[kw]
+                                        let (lo, hi) = rb[kw]
+                                        let off = kw * d2 - p2
+                                        if s2 == 1 {
+                                            let src = line + off
+                                            for ow in lo..<hi { yrow[ow] += wv * src[ow] }
+                                        } else {
+                                            var si = lo * s2 + off
+                                            for ow in lo..<hi { yrow[ow] += wv * line[si]; si += s2 }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: ConvTranspose
+
+    /// ConvTranspose: the gradient of Conv with respect to its input.
+    /// sgemm (Wᵀ·X per group) followed by col2im scatter-add.
+    public static func convTranspose(_ c: KernelContext) throws -> [Tensor] {
+        let (xt, x) = try floatInput(c, 0, name: "X", minRank: 3)
+        let (wt, w) = try floatInput(c, 1, name: "W", minRank: 3)
+        guard wt.rank == xt.rank else {
+            throw c.fail("W has shape \(wt.shape) but X has shape \(xt.shape): ranks must match")
+        }
+        let n = xt.shape[0], ch = xt.shape[1]
+        let r = xt.rank - 2
+        guard r <= 3 else { throw c.fail("\(r) spatial dimensions are not supported (at most 3)") }
+        let group = try c.int("group", default: 1)
+        guard group >= 1 else { throw c.badAttribute("group", "must be ≥ 1, got \(group)") }
+        guard ch % group == 0 else { throw c.fail("input channels \(ch) are not divisible by group \(group)") }
+        guard wt.shape[0] == ch else { throw c.fail("W.shape[0] is \(wt.shape[0]) but X has \(ch) channels") }
+        let cg = ch / group, mg = wt.shape[1]
+        let m = mg * group
+        let kernel = Array(wt.shape[2...])
+        if let ks = try c.ints("kernel_shape"), ks != kernel {
+            throw c.badAttribute("kernel_shape", "\(ks) does not match W's spatial shape \(kernel)")
+        }
+        let lim = attributeLimit
+        for k in kernel where k < 1 || k > lim { throw c.fail("W's kernel size \(k) is out of range") }
+        let bias = try optionalVector(c, 2, name: "B", count: m)
+        let inSp = Array(xt.shape[2...])
+
+        func list(_ name: String, _ def: Int, min lo: Int) throws -> [Int] {
+            guard let v = try c.ints(name) else { return [Int](repeating: def, count: r) }
+            guard v.count == r else { throw c.badAttribute(name, "has \(v.count) values for \(r) spatial dimensions") }
+            for e in v where e < lo || e > lim { throw c.badAttribute(name, "value \(e) out of range") }
+            return v
+        }
+        let strides = try list("strides", 1, min: 1)
+        let dilations = try list("dilations", 1, min: 1)
+        let outPad = try list("output_padding", 0, min: 0)
+        for i in 0..<r where outPad[i] >= max(strides[i], dilations[i]) {
+            throw c.badAttribute("output_padding", "\(outPad[i]) must be smaller than the stride or dilation along axis \(i)")
+        }
+        let autoPad = try c.string("auto_pad", default: "NOTSET")
+        guard ["NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"].contains(autoPad) else {
+            throw c.badAttribute("auto_pad", "unknown value '\(autoPad)'")
+        }
+        // Full (unpadded) output extent along each axis.
+        var full = [Int](repeating: 0, count: r)
+        for i in 0..<r { full[i] = strides[i] * (inSp[i] - 1) + outPad[i] + (kernel[i] - 1) * dilations[i] + 1 }
+        var pb = [Int](repeating: 0, count: r), pe = pb, out = pb
+        var target: [Int]? = nil
+        if var os = try c.ints("output_shape") {
+            if os.count == r + 2 { os = Array(os[2...]) }
+            guard os.count == r else { throw c.badAttribute("output_shape", "has \(os.count) values for \(r) spatial dimensions") }
+            for v in os where v < 0 || v > 1 << 30 { throw c.badAttribute("output_shape", "value \(v) out of range") }
+            target = os
+        } else if autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
+            target = (0..<r).map { inSp[$0] * strides[$0] }
+        }
+        if let target {
+            for i in 0..<r {
+                let totalPad = full[i] - target[i]
+                if autoPad == "SAME_UPPER" {
+                    pb[i] = floorHalf(totalPad); pe[i] = totalPad - pb[i]
+                } else {
+                    pe[i] = floorHalf(totalPad); pb[i] = totalPad - pe[i]
+                }
+                out[i] = target[i]
+            }
+        } else {
+            if autoPad != "VALID", let p = try c.ints("pads") {
+                guard p.count == 2 * r else { throw c.badAttribute("pads", "has \(p.count) values, expected \(2 * r)") }
+                for v in p where v < 0 || v > lim { throw c.badAttribute("pads", "pad \(v) out of range") }
+                pb = Array(p[0..<r]); pe = Array(p[r...])
+            }
+            for i in 0..<r {
+                out[i] = full[i] - pb[i] - pe[i]
+                guard out[i] >= 0 else { throw c.fail("pads \(pb[i])+\(pe[i]) exceed the output extent \(full[i]) along spatial axis \(i)") }
+            }
+        }
+        let outShape = [n, m] + out
+        let total = try c.checkedCount(outShape)
+        if total == 0 { return [floatTensor([], shape: outShape, dtype: xt.dtype)] }
+
+        let geo = WindowGeometry(rank: r,
+                                 input: WindowGeometry.promote(inSp, fill: 1), kernel: WindowGeometry.promote(kernel, fill: 1),
+                                 strides: WindowGeometry.promote(strides, fill: 1),
+                                 dilations: WindowGeometry.promote(dilations, fill: 1),
+                                 padBegin: WindowGeometry.promote(pb, fill: 0), padEnd: WindowGeometry.promote(pe, fill: 0),
+                                 output: WindowGeometry.promote(out, fill: 1))
+        let pIn = geo.inputCount, pOut = geo.outputCount, kc = geo.kernelCount
+        let rowsPerGroup = mg * kc
+        _ = try c.checkedCount([rowsPerGroup, pIn])
+        let threads = c.threads
+
+        var y = makeFloats(total) { yp in
+            // Start from the bias; col2im accumulates on top.
+            let ys = SendablePointer(yp)
+            parallelChunks(n * m, threads: threads, minChunk: max(1, 32768 / max(pOut, 1))) { range in
+                for p in range { (ys.p + p * pOut).update(repeating: bias?[p % m] ?? 0, count: pOut) }
+            }
+            if pIn == 0 || cg == 0 { return }
+            x.withUnsafeBufferPointer { xb in
+                w.withUnsafeBufferPointer { wb in
+                    guard let xp = xb.baseAddress, let wp = wb.baseAddress else { return }
+                    var col = uninitializedFloats(rowsPerGroup * pIn)
+                    col.withUnsafeMutableBufferPointer { colb in
+                        guard let cp = colb.baseAddress else { return }
+                        for b in 0..<n {
+                            for g in 0..<group {
+                                // col[(mg·K) × pIn] = W_gᵀ · X_g, W_g stored as cg × (mg·K).
+                                GEMM.sgemm(transA: true, transB: false, m: rowsPerGroup, n: pIn, k: cg,
+                                           a: wp + g * cg * rowsPerGroup, lda: rowsPerGroup,
+                                           b: xp + (b * ch + g * cg) * pIn, ldb: pIn,
+                                           c: cp, ldc: pIn, threads: threads)
+                                col2im(col: cp, channels: mg, geo: geo, y: yp + (b * m + g * mg) * pOut, threads: threads)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        roundToDType(&y, xt.dtype)
+        return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
+    }
+
+    /// Scatter-adds a (channels·kernel) × inputCount matrix into `channels`
+    /// output planes (the inverse layout of `im2col`, with input and output
+    /// roles swapped: `geo.input` is the ConvTranspose input).
+    static func col2im(col: UnsafePointer<Float>, channels: Int, geo: WindowGeometry,
+                       y: UnsafeMutablePointer<Float>, threads: Int) {
+        let k0 = geo.kernel[0], k1 = geo.kernel[1], k2 = geo.kernel[2]
+        let kc = k0 * k1 * k2
+        let in0 = geo.input[0], in1 = geo.input[1], in2 = geo.input[2]
+        let o0 = geo.output[0], o1 = geo.output[1], o2 = geo.output[2]
+        let s0 = geo.strides[0], s1 = geo.strides[1], s2 = geo.strides[2]
+        let d0 = geo.dilations[0], d1 = geo.dilations[1], d2 = geo.dilations[2]
+        let p0 = geo.padBegin[0], p1 = geo.padBegin[1], p2 = geo.padBegin[2]
+        let pIn = in0 * in1 * in2, pOut = o0 * o1 * o2
+        let ys = SendablePointer(y)
+        parallelChunks(channels, threads: threads, minChunk: max(1, 16384 / max(pIn * kc, 1))) { range in
+            for ch in range {
+                let yPlane = ys.p + ch * pOut
+                for kd in 0..<k0 {
+                    for kh in 0..<k1 {
+                        for kw in 0..<k2 {
+                            let row = col + (ch * kc + (kd * k1 + kh) * k2 + kw) * pIn
+                            let off2 = kw * d2 - p2
+                            let (lo, hi) = NNKernels.validRun(offset: off2, step: s2, limit: o2, n: in2)
+                            if lo >= hi { continue }
+                            for id in 0..<in0 {
+                                let od = id * s0 - p0 + kd * d0
+                                if od < 0 || od >= o0 { continue }
+                                for ih in 0..<in1 {
+                                    let oh = ih * s1 - p1 + kh * d1
+                                    if oh < 0 || oh >= o1 { continue }
+                                    let src = row + (id * in1 + ih) * in2
+                                    let dst = yPlane + (od * o1 + oh) * o2
+                                    var o = lo * s2 + off2
+                                    for iw in lo..<hi { dst[o] += src[iw]; o += s2 }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,395 @@
+import ShrinkwrapIR
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Recurrent kernels: RNN, GRU and LSTM in ONNX form (layout 0 and 1,
+/// forward / reverse / bidirectional, sequence_lens, clip, custom activations).
+///
+/// The input projection X·Wᵀ runs as one GEMM over all time steps; each step
+/// then runs one (GRU with linear_before_reset=0: two) GEMM H·Rᵀ over the batch.
+/// With sequence_lens, a batch entry stops after its length: later rows of Y
+/// are zero and Y_h / Y_c hold the state after its last step; the reverse
+/// direction starts at each entry's own last step.
+public enum RecurrentKernels {
+    public static func rnn(_ c: KernelContext) throws -> [Tensor] { try run(c, cell: .rnn) }
+    public static func gru(_ c: KernelContext) throws -> [Tensor] { try run(c, cell: .gru) }
+    public static func lstm(_ c: KernelContext) throws -> [Tensor] { try run(c, cell: .lstm) }
+
+    enum Cell {
+        case rnn, gru, lstm
+        var gates: Int { switch self { case .rnn: return 1; case .gru: return 3; case .lstm: return 4 } }
+        var defaultActivations: [String] {
+            switch self {
+            case .rnn: return ["Tanh"]
+            case .gru: return ["Sigmoid", "Tanh"]
+            case .lstm: return ["Sigmoid", "Tanh", "Tanh"]
+            }
+        }
+    }
+
+    /// One activation function with its alpha / beta.
+    struct Activation {
+        enum Kind { case sigmoid, tanh, relu, hardSigmoid, affine, leakyRelu, thresholdedRelu, scaledTanh, elu, softsign, softplus }
+        let kind: Kind
+        let alpha: Float
+        let beta: Float
+
+        /// Parses a name; `alphas` / `betas` are consumed in order by the functions that use them.
+        init?(_ name: String, alphas: inout ArraySlice<Float>, betas: inout ArraySlice<Float>) {
+            let table: [String: (Kind, Float?, Float?)] = [
+                "sigmoid": (.sigmoid, nil, nil), "tanh": (.tanh, nil, nil), "relu": (.relu, nil, nil),
+                "hardsigmoid": (.hardSigmoid, 0.2, 0.5), "affine": (.affine, 1, 0), "leakyrelu": (.leakyRelu, 0.01, nil),
+                "thresholdedrelu": (.thresholdedRelu, 1, nil), "scaledtanh": (.scaledTanh, 1, 1), "elu": (.elu, 1, nil),
+                "softsign": (.softsign, nil, nil), "softplus": (.softplus, nil, nil),
+            ]
+            guard let (k, da, db) = table[name.lowercased()] else { return nil }
+            kind = k
+            var a: Float = 0, b: Float = 0
+            if let d = da { a = alphas.popFirst() ?? d }
+            if let d = db { b = betas.popFirst() ?? d }
+            alpha = a; beta = b
+        }
+
+        /// Applies the function in place to `n` values.
+        func apply(_ p: UnsafeMutablePointer<Float>, _ n: Int) {
+            switch kind {
+            case .sigmoid:
+                for i in 0..<n { let x = p[i]; p[i] = x >= 0 ? 1 / (1 + expf(-x)) : expf(x) / (1 + expf(x)) }
+            case .tanh: for i in 0..<n { p[i] = tanhf(p[i]) }
+            case .relu: for i in 0..<n { p[i] = max(p[i], 0) }
+            case .hardSigmoid: for i in 0..<n { p[i] = min(max(alpha * p[i] + beta, 0), 1) }
+            case .affine: for i in 0..<n { p[i] = alpha * p[i] + beta }
+            case .leakyRelu: for i in 0..<n { let x = p[i]; p[i] = x >= 0 ? x : alpha * x }
+            case .thresholdedRelu: for i in 0..<n { let x = p[i]; p[i] = x > alpha ? x : 0 }
+            case .scaledTanh: for i in 0..<n { p[i] = alpha * tanhf(beta * p[i]) }
+            case .elu: for i in 0..<n { let x = p[i]; p[i] = x >= 0 ? x : alpha * (expf(x) - 1) }
+            case .softsign: for i in 0..<n { let x = p[i]; p[i] = x / (1 + abs(x)) }
+            case .softplus: for i in 0..<n { let x = p[i]; p[i] = x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)) }
+            }
+        }
+    }
+
+    /// Validated inputs, converted to time-major, direction-major layouts.
+    struct Setup {
+        var seq = 0, batch = 0, inputSize = 0, hidden = 0, dirs = 1
+        var x: [Float] = []        // [seq, batch, input]
+        var w: [Float] = []        // [dirs, G·H, input]
+        var r: [Float] = []        // [dirs, G·H, H]
+        var bias: [Float] = []     // [dirs, 2·G·H] (Wb then Rb)
+        var lens: [Int] = []       // [batch]
+        var h0: [Float] = []       // [dirs, batch, H]
+        var c0: [Float] = []       // [dirs, batch, H]
+        var peep: [Float] = []     // [dirs, 3·H] (i, o, f) or empty
+        var acts: [[Activation]] = []  // per direction
+        var clip: Float = .infinity
+        var reverse: [Bool] = []   // per direction
+        var layout = 0
+        var dtype: DType = .float32
+    }
+
+    static func setup(_ c: KernelContext, cell: Cell) throws -> Setup {
+        var s = Setup()
+        let g = cell.gates
+        let (xt, xv) = try c.floatInput(0)
+        let (wt, wv) = try c.floatInput(1)
+        let (rt, rv) = try c.floatInput(2)
+        s.dtype = xt.dtype
+        s.layout = try c.int("layout", default: 0)
+        guard s.layout == 0 || s.layout == 1 else { throw c.badAttribute("layout", "must be 0 or 1, got \(s.layout)") }
+        let direction = try c.string("direction", default: "forward")
+        switch direction {
+        case "forward": s.reverse = [false]
+        case "reverse": s.reverse = [true]
+        case "bidirectional": s.reverse = [false, true]
+        default: throw c.badAttribute("direction", "unknown direction '\(direction)'")
+        }
+        s.dirs = s.reverse.count
+        guard xt.rank == 3 else { throw c.fail("X must be 3-D, has shape \(xt.shape)") }
+        s.seq = s.layout == 0 ? xt.shape[0] : xt.shape[1]
+        s.batch = s.layout == 0 ? xt.shape[1] : xt.shape[0]
+        s.inputSize = xt.shape[2]
+        guard wt.rank == 3, wt.shape[0] == s.dirs, wt.shape[1] % g == 0, wt.shape[2] == s.inputSize else {
+            throw c.fail("W has shape \(wt.shape), expected [\(s.dirs), \(g)·hidden, \(s.inputSize)]")
+        }
+        s.hidden = wt.shape[1] / g
+        if let hs = try? c.int("hidden_size", default: s.hidden), hs != s.hidden {
+            throw c.badAttribute("hidden_size", "\(hs) does not match W's shape \(wt.shape)")
+        }
+        let h = s.hidden, b = s.batch, d = s.dirs
+        guard rt.shape == [d, g * h, h] else { throw c.fail("R has shape \(rt.shape), expected \([d, g * h, h])") }
+        _ = try c.checkedCount([s.seq, d, b, g * h])
+        // X to time-major.
+        if s.layout == 0 || s.seq <= 1 || b <= 1 {
+            s.x = xv
+        } else {
+            s.x = ShapeKernels.transpose2D(xv, batch: 1, rows: b, cols: s.seq * s.inputSize, threads: 1)
+            // rows of [b][seq·input] became [seq·input][b]; regroup per (t, i) → [t][b][i]
+            var out = [Float](repeating: 0, count: xv.count)
+            let ii = s.inputSize
+            for t in 0..<s.seq { for bb in 0..<b { for i in 0..<ii { out[(t * b + bb) * ii + i] = xv[(bb * s.seq + t) * ii + i] } } }
+            s.x = out
+        }
+        s.w = wv
+        s.r = rv
+        if let bt = c.optionalInput(3) {
+            guard bt.shape == [d, 2 * g * h], let bv = bt.floats else { throw c.fail("B has shape \(bt.shape), expected \([d, 2 * g * h])") }
+            s.bias = bv
+        } else {
+            s.bias = [Float](repeating: 0, count: d * 2 * g * h)
+        }
+        s.lens = [Int](repeating: s.seq, count: b)
+        if let lt = c.optionalInput(4) {
+            guard lt.count == b, let lv = lt.ints else { throw c.fail("sequence_lens must be \(b) integers, has shape \(lt.shape)") }
+            for (i, v) in lv.enumerated() {
+                guard v >= 0 && v <= Int64(s.seq) else { throw c.fail("sequence_lens[\(i)] = \(v) out of range 0...\(s.seq)") }
+                s.lens[i] = Int(v)
+            }
+        }
+        func state(_ i: Int, _ name: String) throws -> [Float] {
+            guard let t = c.optionalInput(i) else { return [Float](repeating: 0, count: d * b * h) }
+            let expected = s.layout == 0 ? [d, b, h] : [b, d, h]
+            guard t.shape == expected, let v = t.floats else { throw c.fail("\(name) has shape \(t.shape), expected \(expected)") }
+            return s.layout == 0 ? v : swapFirstTwo(v, b, d, h)
+        }
+        s.h0 = try state(5, "initial_h")
+        if cell == .lstm {
+            s.c0 = try state(6, "initial_c")
+            if let pt = c.optionalInput(7) {
+                guard pt.shape == [d, 3 * h], let pv = pt.floats else { throw c.fail("P has shape \(pt.shape), expected \([d, 3 * h])") }
+                s.peep = pv
+            }
+        }
+        if c.node.attributes["clip"] != nil {
+            let cl = try c.float("clip", default: .infinity)
+            guard cl > 0 else { throw c.badAttribute("clip", "must be positive, got \(cl)") }
+            s.clip = cl
+        }
+        var names = try c.strings("activations") ?? []
+        let per = cell.defaultActivations.count
+        if names.isEmpty { names = Array([[String]](repeating: cell.defaultActivations, count: d).joined()) }
+        if names.count == per && d == 2 { names += names }
+        guard names.count == per * d else {
+            throw c.badAttribute("activations", "expected \(per * d) functions, got \(names.count)")
+        }
+        var alphas = ArraySlice(try c.floats("activation_alpha") ?? [])
+        var betas = ArraySlice(try c.floats("activation_beta") ?? [])
+        for di in 0..<d {
+            var list: [Activation] = []
+            for k in 0..<per {
+                let name = names[di * per + k]
+                guard let a = Activation(name, alphas: &alphas, betas: &betas) else {
+                    throw c.badAttribute("activations", "unsupported activation '\(name)'")
+                }
+                list.append(a)
+            }
+            s.acts.append(list)
+        }
+        return s
+    }
+
+    /// [a, b, n] → [b, a, n].
+    static func swapFirstTwo(_ v: [Float], _ a: Int, _ b: Int, _ n: Int) -> [Float] {
+        var out = [Float](repeating: 0, count: v.count)
+        for i in 0..<a { for j in 0..<b { for k in 0..<n { out[(j * a + i) * n + k] = v[(i * b + j) * n + k] } } }
+        return out
+    }
+
+    static func run(_ c: KernelContext, cell: Cell) throws -> [Tensor] {
+        let s = try setup(c, cell: cell)
+        let T = s.seq, B = s.batch, H = s.hidden, D = s.dirs, I = s.inputSize, G = cell.gates
+        let GH = G * H
+        var y = [Float](repeating: 0, count: T * D * B * H)      // [T, D, B, H]
+        var yh = [Float](repeating: 0, count: D * B * H)
+        var yc = [Float](repeating: 0, count: D * B * H)
+        let linearBeforeReset = try c.int("linear_before_reset", default: 0) != 0
+        let inputForget = try c.int("input_forget", default: 0) != 0
+        let threads = c.threads
+
+        var xw = [Float](repeating: 0, count: T * B * GH)       // per direction, reused
+        var hr = [Float](repeating: 0, count: B * GH)
+        var hState = [Float](repeating: 0, count: B * H)
+        var cState = [Float](repeating: 0, count: B * H)
+        var scratch = [Float](repeating: 0, count: B * H)       // r ⊙ H for GRU
+        var hr2 = [Float](repeating: 0, count: B * H)
+        var rowOf = [Int](repeating: -1, count: B)               // time index per batch at this step
+
+        for d in 0..<D {
+            let acts = s.acts[d]
+            let wOff = d * GH * I, rOff = d * GH * H, bOff = d * 2 * GH
+            // Input projection for every time step, plus the biases that are purely additive.
+            s.x.withUnsafeBufferPointer { xp in
+                s.w.withUnsafeBufferPointer { wp in
+                    xw.withUnsafeMutableBufferPointer { op in
+                        guard let xb = xp.baseAddress, let wb = wp.baseAddress, let ob = op.baseAddress else { return }
+                        GEMM.sgemm(transA: false, transB: true, m: T * B, n: GH, k: I, a: xb, lda: I,
+                                   b: wb + wOff, ldb: I, c: ob, ldc: GH, threads: threads)
+                    }
+                }
+            }
+            var addBias = [Float](repeating: 0, count: GH)
+            for j in 0..<GH {
+                addBias[j] = s.bias[bOff + j]
+                let isGRUCandidate = cell == .gru && j >= 2 * H
+                if !(isGRUCandidate && linearBeforeReset) { addBias[j] += s.bias[bOff + GH + j] }
+            }
+            let rbh = cell == .gru ? Array(s.bias[(bOff + GH + 2 * H)..<(bOff + GH + 3 * H)]) : []
+            for row in 0..<(T * B) { for j in 0..<GH { xw[row * GH + j] += addBias[j] } }
+
+            for i in 0..<(B * H) { hState[i] = s.h0[d * B * H + i] }
+            if cell == .lstm { for i in 0..<(B * H) { cState[i] = s.c0[d * B * H + i] } }
+
+            for step in 0..<T {
+                var any = false
+                for b in 0..<B {
+                    if step < s.lens[b] {
+                        rowOf[b] = s.reverse[d] ? s.lens[b] - 1 - step : step
+                        any = true
+                    } else {
+                        rowOf[b] = -1
+                    }
+                }
+                if !any { break }
+                // hr = H · R[d]ᵀ (for GRU with linear_before_reset = 0, only the z and r gates).
+                let nR = cell == .gru && !linearBeforeReset ? 2 * H : GH
+                hState.withUnsafeBufferPointer { hp in
+                    s.r.withUnsafeBufferPointer { rp in
+                        hr.withUnsafeMutableBufferPointer { op in
+                            guard let hb = hp.baseAddress, let rb = rp.baseAddress, let ob = op.baseAddress else { return }
+                            GEMM.sgemm(transA: false, transB: true, m: B, n: nR, k: H, a: hb, lda: H,
+                                       b: rb + rOff, ldb: H, c: ob, ldc: GH, threads: threads)
+                        }
+                    }
+                }
+                xw.withUnsafeMutableBufferPointer { xwp in
+                hr.withUnsafeMutableBufferPointer { hrp in
+                hState.withUnsafeMutableBufferPointer { hp in
+                cState.withUnsafeMutableBufferPointer { cp in
+                scratch.withUnsafeMutableBufferPointer { sp in
+                guard let xwb = xwp.baseAddress, let hrb = hrp.baseAddress, let hb = hp.baseAddress,
+                      let cb = cp.baseAddress, let sb = sp.baseAddress else { return }
+                let clip = s.clip
+                @inline(__always) func clipped(_ g: UnsafeMutablePointer<Float>, _ n: Int) {
+                    if clip.isFinite { for i in 0..<n { g[i] = min(max(g[i], -clip), clip) } }
+                }
+                switch cell {
+                case .rnn:
+                    for b in 0..<B where rowOf[b] >= 0 {
+                        let g = hrb + b * GH
+                        let xr = xwb + (rowOf[b] * B + b) * GH
+                        for j in 0..<H { g[j] += xr[j] }
+                        clipped(g, H)
+                        acts[0].apply(g, H)
+                        for j in 0..<H { hb[b * H + j] = g[j] }
+                    }
+                case .lstm:
+                    let hasP = !s.peep.isEmpty
+                    let pOff = d * 3 * H
+                    for b in 0..<B where rowOf[b] >= 0 {
+                        let g = hrb + b * GH
+                        let xr = xwb + (rowOf[b] * B + b) * GH
+                        for j in 0..<GH { g[j] += xr[j] }
+                        let gi = g, go = g + H, gf = g + 2 * H, gc = g + 3 * H
+                        let cPrev = cb + b * H
+                        if hasP {
+                            for j in 0..<H {
+                                gi[j] += s.peep[pOff + j] * cPrev[j]
+                                gf[j] += s.peep[pOff + 2 * H + j] * cPrev[j]
+                            }
+                        }
+                        clipped(gi, H); acts[0].apply(gi, H)
+                        if inputForget {
+                            for j in 0..<H { gf[j] = 1 - gi[j] }
+                        } else {
+                            clipped(gf, H); acts[0].apply(gf, H)
+                        }
+                        clipped(gc, H); acts[1].apply(gc, H)
+                        for j in 0..<H { cPrev[j] = gf[j] * cPrev[j] + gi[j] * gc[j] }
+                        if hasP { for j in 0..<H { go[j] += s.peep[pOff + H + j] * cPrev[j] } }
+                        clipped(go, H); acts[0].apply(go, H)
+                        // Reuse the cell-gate slot for h(C).
+                        for j in 0..<H { gc[j] = cPrev[j] }
+                        acts[2].apply(gc, H)
+                        for j in 0..<H { hb[b * H + j] = go[j] * gc[j] }
+                    }
+                case .gru:
+                    for b in 0..<B where rowOf[b] >= 0 {
+                        let g = hrb + b * GH
+                        let xr = xwb + (rowOf[b] * B + b) * GH
+                        for j in 0..<(2 * H) { g[j] += xr[j] }
+                        clipped(g, 2 * H)
+                        acts[0].apply(g, 2 * H)
+                        let hPrev = hb + b * H
+                        if linearBeforeReset {
+                            let gh = g + 2 * H
+                            for j in 0..<H { gh[j] = xr[2 * H + j] + g[H + j] * (gh[j] + rbh[j]) }
+                        } else {
+                            for j in 0..<H { sb[b * H + j] = g[H + j] * hPrev[j] }
+                        }
+                    }
+                }
+                }}}}}
+                if cell == .gru {
+                    if !linearBeforeReset {
+                        // (r ⊙ H) · R_hᵀ for all rows, then the candidate.
+                        scratch.withUnsafeBufferPointer { sp in
+                            s.r.withUnsafeBufferPointer { rp in
+                                hr2.withUnsafeMutableBufferPointer { op in
+                                    guard let sb = sp.baseAddress, let rb = rp.baseAddress, let ob = op.baseAddress else { return }
+                                    GEMM.sgemm(transA: false, transB: true, m: B, n: H, k: H, a: sb, lda: H,
+                                               b: rb + rOff + 2 * H * H, ldb: H, c: ob, ldc: H, threads: threads)
+                                }
+                            }
+                        }
+                        for b in 0..<B where rowOf[b] >= 0 {
+                            let xr = (rowOf[b] * B + b) * GH
+                            for j in 0..<H { hr[b * GH + 2 * H + j] = xw[xr + 2 * H + j] + hr2[b * H + j] }
+                        }
+                    }
+                    hr.withUnsafeMutableBufferPointer { hrp in
+                        hState.withUnsafeMutableBufferPointer { hp in
+                            guard let hrb = hrp.baseAddress, let hb = hp.baseAddress else { return }
+                            for b in 0..<B where rowOf[b] >= 0 {
+                                let g = hrb + b * GH
+                                let gh = g + 2 * H
+                                if s.clip.isFinite { for j in 0..<H { gh[j] = min(max(gh[j], -s.clip), s.clip) } }
+                                acts[1].apply(gh, H)
+                                for j in 0..<H {
+                                    let z = g[j]
+                                    hb[b * H + j] = (1 - z) * gh[j] + z * hb[b * H + j]
+                                }
+                            }
+                        }
+                    }
+                }
+                for b in 0..<B where rowOf[b] >= 0 {
+                    let dst = ((rowOf[b] * D + d) * B + b) * H
+                    for j in 0..<H { y[dst + j] = hState[b * H + j] }
+                }
+            }
+            for i in 0..<(B * H) { yh[d * B * H + i] = hState[i] }
+            if cell == .lstm { for i in 0..<(B * H) { yc[d * B * H + i] = cState[i] } }
+        }
+
+        var yShape = [T, D, B, H], hShape = [D, B, H]
+        if s.layout == 1 {
+            // [T, D, B, H] → [B, T, D, H]: batched 2-D transpose of [T·D] × [B·H] rows of H.
+            var out = [Float](repeating: 0, count: y.count)
+            for t in 0..<T { for dd in 0..<D { for b in 0..<B { for j in 0..<H {
+                out[((b * T + t) * D + dd) * H + j] = y[((t * D + dd) * B + b) * H + j]
+            } } } }
+            y = out
+            yh = swapFirstTwo(yh, D, B, H)
+            yc = swapFirstTwo(yc, D, B, H)
+            yShape = [B, T, D, H]
+            hShape = [B, D, H]
+        }
+        let dt = s.dtype
+        var outs = [Tensor(dtype: dt, shape: yShape, storage: .float(ShapeKernels.roundedToDType(y, dt))),
+                    Tensor(dtype: dt, shape: hShape, storage: .float(ShapeKernels.roundedToDType(yh, dt)))]
+        if cell == .lstm { outs.append(Tensor(dtype: dt, shape: hShape, storage: .float(ShapeKernels.roundedToDType(yc, dt)))) }
+        return outs
+    }
+}

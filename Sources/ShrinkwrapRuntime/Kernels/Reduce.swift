@@ -1,0 +1,351 @@
+import ShrinkwrapIR
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reductions (ReduceSum … ReduceLogSumExp) and ArgMax / ArgMin.
+///
+/// Axes come from optional input 1 (the importer moves older attribute forms
+/// there); `keepdims` defaults to 1; with no axes every axis is reduced unless
+/// `noop_with_empty_axes` is set, in which case nothing is (each output is
+/// the op applied to one element, as numpy does for `axis=()`). Each output
+/// element is accumulated in a fixed order, whatever the thread count.
+public enum ReduceKernels {
+    // MARK: layout
+
+    /// How an input splits into output elements and reduced runs. Size-1
+    /// axes are dropped and adjacent axes of the same kind merged, so the
+    /// common cases become [kept, reduced] (innermost reduction) or
+    /// [kept, reduced, kept] (one middle block, e.g. spatial or channel axes).
+    struct Layout {
+        var outShape: [Int]
+        var keepShape: [Int]
+        var outCount: Int
+        var reduceCount: Int
+        var dims: [Int]
+        var isReduced: [Bool]
+        var strides: [Int]
+    }
+
+    /// Which axes of a rank-`rank` input are reduced.
+    static func reducedAxes(_ c: KernelContext, rank: Int) throws -> [Bool] {
+        var axes = try c.optionalIntValues(1)
+        if axes == nil { axes = try c.ints("axes") }
+        let noop = try c.int("noop_with_empty_axes", default: 0) != 0
+        guard let list = axes, !list.isEmpty else {
+            return [Bool](repeating: !noop, count: rank)
+        }
+        var mask = [Bool](repeating: false, count: rank)
+        for a in list {
+            let v = a < 0 ? a + rank : a
+            guard v >= 0 && v < rank else { throw c.fail("axis \(a) is out of range for rank \(rank)") }
+            guard !mask[v] else { throw c.fail("axis \(a) is listed twice") }
+            mask[v] = true
+        }
+        return mask
+    }
+
+    static func layout(_ c: KernelContext, shape: [Int], mask: [Bool], keepdims: Bool) throws -> Layout {
+        var keep: [Int] = [], out: [Int] = []
+        var rc = 1
+        for (i, d) in shape.enumerated() {
+            if mask[i] { keep.append(1); rc *= d; if keepdims { out.append(1) } } else { keep.append(d); out.append(d) }
+        }
+        let n = try c.checkedCount(out)
+        let st = stridesOf(shape)
+        var dims: [Int] = [], red: [Bool] = [], strides: [Int] = []
+        for (i, d) in shape.enumerated() where d != 1 {
+            if let j = dims.indices.last, red[j] == mask[i] {
+                dims[j] *= d
+                strides[j] = st[i]
+            } else {
+                dims.append(d); red.append(mask[i]); strides.append(st[i])
+            }
+        }
+        return Layout(outShape: out, keepShape: keep, outCount: n, reduceCount: rc, dims: dims, isReduced: red, strides: strides)
+    }
+
+    // MARK: core
+
+    /// Accumulates every output element: `acc = combine(acc, x)` over its
+    /// reduced elements in increasing input order, starting at `initial`.
+    /// `merge` joins two partial accumulators (used by the contiguous path,
+    /// which keeps four interleaved partials for speed).
+    @inline(__always)
+    static func reduce<T>(_ x: [T], _ L: Layout, threads: Int, initial: T,
+                          _ combine: (T, T) -> T, merge: (T, T) -> T) -> [T] {
+        let n = L.outCount
+        if n == 0 { return [] }
+        var out = [T](repeating: initial, count: n)
+        if L.reduceCount == 0 { return out }
+        let R = L.reduceCount
+        let grain = Swift.max(1, EWKit.cheapGrain / R)
+        x.withUnsafeBufferPointer { xb in
+            out.withUnsafeMutableBufferPointer { ob in
+                guard let xp = xb.baseAddress, let op = ob.baseAddress else { return }
+                let o = SendablePointer(op)
+                let kinds = L.isReduced
+                if kinds.last == true && kinds.dropLast().allSatisfy({ !$0 }) {
+                    // [kept?, reduced]: each output reduces a contiguous run of R.
+                    parallelChunks(n, threads: threads, minChunk: grain) { range in
+                        for i in range {
+                            let p = xp + i * R
+                            if R >= 16 {
+                                var a0 = initial, a1 = initial, a2 = initial, a3 = initial
+                                var j = 0
+                                while j + 4 <= R {
+                                    a0 = combine(a0, p[j]); a1 = combine(a1, p[j + 1])
+                                    a2 = combine(a2, p[j + 2]); a3 = combine(a3, p[j + 3])
+                                    j += 4
+                                }
+                                while j < R { a0 = combine(a0, p[j]); j += 1 }
+                                o.p[i] = merge(merge(a0, a1), merge(a2, a3))
+                            } else {
+                                var a = initial
+                                for j in 0..<R { a = combine(a, p[j]) }
+                                o.p[i] = a
+                            }
+                        }
+                    }
+                } else if let r = kinds.firstIndex(of: true), r + 1 < kinds.count,
+                          kinds.lastIndex(of: true) == r, kinds.count <= 3 {
+                    // [kept?, reduced, kept]: accumulate whole rows of `inner` outputs.
+                    let inner = L.dims[r + 1]
+                    let rowGrain = Swift.max(1, EWKit.cheapGrain / Swift.max(R, 1))
+                    parallelChunks(n, threads: threads, minChunk: rowGrain) { range in
+                        var i = range.lowerBound
+                        while i < range.upperBound {
+                            let k1 = i / inner, k2 = i % inner
+                            let hi = Swift.min(range.upperBound - i, inner - k2)
+                            let src = xp + k1 * R * inner + k2
+                            let dst = o.p + i
+                            for j in 0..<R {
+                                let row = src + j * inner
+                                for k in 0..<hi { dst[k] = combine(dst[k], row[k]) }
+                            }
+                            i += hi
+                        }
+                    }
+                } else {
+                    // General: precomputed offsets of the reduced elements.
+                    var redOffsets = [Int](repeating: 0, count: R)
+                    let rd = L.dims.indices.filter { L.isReduced[$0] }
+                    let kd = L.dims.indices.filter { !L.isReduced[$0] }
+                    var idx = [Int](repeating: 0, count: rd.count)
+                    var off = 0
+                    for e in 0..<R {
+                        redOffsets[e] = off
+                        var k = rd.count - 1
+                        while k >= 0 {
+                            idx[k] += 1; off += L.strides[rd[k]]
+                            if idx[k] < L.dims[rd[k]] { break }
+                            off -= L.strides[rd[k]] * L.dims[rd[k]]; idx[k] = 0
+                            k -= 1
+                        }
+                    }
+                    redOffsets.withUnsafeBufferPointer { rb in
+                        guard let ro = rb.baseAddress else { return }
+                        parallelChunks(n, threads: threads, minChunk: grain) { range in
+                            for i in range {
+                                var rem = i, base = 0
+                                var k = kd.count - 1
+                                while k >= 0 {
+                                    let d = L.dims[kd[k]]
+                                    base += (rem % d) * L.strides[kd[k]]
+                                    rem /= d
+                                    k -= 1
+                                }
+                                var a = initial
+                                let p = xp + base
+                                for e in 0..<R { a = combine(a, p[ro[e]]) }
+                                o.p[i] = a
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    // MARK: kernels
+
+    enum Op { case sum, mean, max, min, prod, l1, l2, logSum, logSumExp, sumSquare }
+
+    public static func reduceSum(_ c: KernelContext) throws -> [Tensor] { try run(c, .sum) }
+    public static func reduceMean(_ c: KernelContext) throws -> [Tensor] { try run(c, .mean) }
+    public static func reduceMax(_ c: KernelContext) throws -> [Tensor] { try run(c, .max) }
+    public static func reduceMin(_ c: KernelContext) throws -> [Tensor] { try run(c, .min) }
+    public static func reduceProd(_ c: KernelContext) throws -> [Tensor] { try run(c, .prod) }
+    public static func reduceL1(_ c: KernelContext) throws -> [Tensor] { try run(c, .l1) }
+    public static func reduceL2(_ c: KernelContext) throws -> [Tensor] { try run(c, .l2) }
+    public static func reduceLogSum(_ c: KernelContext) throws -> [Tensor] { try run(c, .logSum) }
+    public static func reduceLogSumExp(_ c: KernelContext) throws -> [Tensor] { try run(c, .logSumExp) }
+    public static func reduceSumSquare(_ c: KernelContext) throws -> [Tensor] { try run(c, .sumSquare) }
+
+    static func run(_ c: KernelContext, _ op: Op) throws -> [Tensor] {
+        let t = try c.input(0)
+        let keepdims = try c.int("keepdims", default: 1) != 0
+        let mask = try reducedAxes(c, rank: t.rank)
+        let L = try layout(c, shape: t.shape, mask: mask, keepdims: keepdims)
+        switch t.storage {
+        case .float(let x):
+            return [EWKit.floatTensor(try reduceFloats(c, x, t.shape, L, op), L.outShape, t.dtype)]
+        case .int(let x):
+            return [EWKit.intTensor(try reduceInts(c, x, t.dtype, L, op), L.outShape, t.dtype)]
+        case .bool(let x):
+            // Max is "any", Min is "all" (the empty set gives false / true).
+            guard op == .max || op == .min else { throw c.fail("bool input is only supported by ReduceMax and ReduceMin") }
+            let v = x.map { $0 ? Int64(1) : 0 }
+            let r = op == .max ? reduce(v, L, threads: c.threads, initial: 0, { Swift.max($0, $1) }, merge: { Swift.max($0, $1) })
+                               : reduce(v, L, threads: c.threads, initial: 1, { Swift.min($0, $1) }, merge: { Swift.min($0, $1) })
+            return [Tensor(bools: r.map { $0 != 0 }, shape: L.outShape)]
+        }
+    }
+
+    static func reduceFloats(_ c: KernelContext, _ x: [Float], _ shape: [Int], _ L: Layout, _ op: Op) throws -> [Float] {
+        let th = c.threads
+        let add: (Float, Float) -> Float = { $0 + $1 }
+        switch op {
+        case .sum:
+            return reduce(x, L, threads: th, initial: 0, { $0 + $1 }, merge: { $0 + $1 })
+        case .mean:
+            let s = reduce(x, L, threads: th, initial: 0, { $0 + $1 }, merge: { $0 + $1 })
+            let d = Float(L.reduceCount)
+            return s.map { $0 / d }
+        case .max:
+            return reduce(x, L, threads: th, initial: -.infinity, { a, v in (v > a || v.isNaN) ? v : a },
+                          merge: { a, v in (v > a || v.isNaN) ? v : a })
+        case .min:
+            return reduce(x, L, threads: th, initial: .infinity, { a, v in (v < a || v.isNaN) ? v : a },
+                          merge: { a, v in (v < a || v.isNaN) ? v : a })
+        case .prod:
+            return reduce(x, L, threads: th, initial: 1, { $0 * $1 }, merge: { $0 * $1 })
+        case .l1:
+            return reduce(x, L, threads: th, initial: 0, { $0 + Swift.abs($1) }, merge: add)
+        case .l2:
+            return reduce(x, L, threads: th, initial: 0, { $0 + $1 * $1 }, merge: add).map { $0.squareRoot() }
+        case .sumSquare:
+            return reduce(x, L, threads: th, initial: 0, { $0 + $1 * $1 }, merge: add)
+        case .logSum:
+            return reduce(x, L, threads: th, initial: 0, { $0 + $1 }, merge: add).map { logf($0) }
+        case .logSumExp:
+            // log Σ e^(x - m) + m, with m the largest finite element (0 when none).
+            var m = reduce(x, L, threads: th, initial: -.infinity, { a, v in (v.isFinite && v > a) ? v : a },
+                           merge: { a, v in v > a ? v : a })
+            for i in m.indices where !m[i].isFinite { m[i] = 0 }
+            let p = EWKit.makePlan(out: shape, count: x.count, [shape, L.keepShape])
+            let e = EWKit.map2(x, m, p, threads: th, grain: EWKit.costlyGrain) { v, s in expf(v - s) }
+            let s = reduce(e, L, threads: th, initial: 0, { $0 + $1 }, merge: add)
+            var r = [Float](repeating: 0, count: s.count)
+            for i in s.indices { r[i] = logf(s[i]) + m[i] }
+            return r
+        }
+    }
+
+    static func reduceInts(_ c: KernelContext, _ x: [Int64], _ dt: DType, _ L: Layout, _ op: Op) throws -> [Int64] {
+        let th = c.threads
+        let add: (Int64, Int64) -> Int64 = { $0 &+ $1 }
+        switch op {
+        case .sum:
+            return reduce(x, L, threads: th, initial: 0, { $0 &+ $1 }, merge: { $0 &+ $1 })
+        case .mean:
+            let s = reduce(x, L, threads: th, initial: 0, { $0 &+ $1 }, merge: { $0 &+ $1 })
+            let d = Int64(L.reduceCount)
+            if d == 0 { return s }
+            if dt == .uint64 { return s.map { Int64(bitPattern: UInt64(bitPattern: $0) / UInt64(d)) } }
+            return s.map { $0 / d }
+        case .max, .min:
+            let flip = EWKit.orderFlip(dt)
+            let range = EWKit.intRange(dt)
+            let v = flip == 0 ? x : x.map { $0 ^ flip }
+            let r = op == .max
+                ? reduce(v, L, threads: th, initial: range.min ^ flip, { Swift.max($0, $1) }, merge: { Swift.max($0, $1) })
+                : reduce(v, L, threads: th, initial: range.max ^ flip, { Swift.min($0, $1) }, merge: { Swift.min($0, $1) })
+            return flip == 0 ? r : r.map { $0 ^ flip }
+        case .prod:
+            return reduce(x, L, threads: th, initial: 1, { $0 &* $1 }, merge: { $0 &* $1 })
+        case .l1:
+            return reduce(x, L, threads: th, initial: 0, { a, v in a &+ (v < 0 && dt != .uint64 ? 0 &- v : v) }, merge: add)
+        case .sumSquare:
+            return reduce(x, L, threads: th, initial: 0, { $0 &+ $1 &* $1 }, merge: add)
+        case .l2:
+            let s = reduce(x, L, threads: th, initial: 0, { $0 &+ $1 &* $1 }, merge: add)
+            return s.map { EWKit.truncatedInt(EWKit.doubleOf($0, dt).squareRoot()) }
+        case .logSum, .logSumExp:
+            throw c.fail("integer input is not supported (cast to a float type first)")
+        }
+    }
+
+    // MARK: ArgMax / ArgMin
+
+    public static func argMax(_ c: KernelContext) throws -> [Tensor] { try arg(c, max: true) }
+    public static func argMin(_ c: KernelContext) throws -> [Tensor] { try arg(c, max: false) }
+
+    /// Index of the first (or, with select_last_index, last) extreme along
+    /// `axis`, as int64.
+    static func arg(_ c: KernelContext, max: Bool) throws -> [Tensor] {
+        let t = try c.input(0)
+        guard t.rank > 0 else { throw c.fail("input must have rank ≥ 1") }
+        let axis = try c.axis(try c.int("axis", default: 0), rank: t.rank)
+        let keepdims = try c.int("keepdims", default: 1) != 0
+        let last = try c.int("select_last_index", default: 0) != 0
+        var outShape = t.shape
+        if keepdims { outShape[axis] = 1 } else { outShape.remove(at: axis) }
+        let n = try c.checkedCount(outShape)
+        let (outer, len, inner) = ActivationKernels.split(t.shape, axis)
+        if n == 0 { return [Tensor(ints: [], shape: outShape)] }
+        guard len > 0 else { throw c.fail("cannot take Arg\(max ? "Max" : "Min") over an empty axis") }
+        let r: [Int64]
+        switch t.storage {
+        case .float(let x):
+            // NaN counts as the extreme (numpy): the first NaN wins.
+            r = argScan(x, outer, len, inner, threads: c.threads) { v, best in
+                if best.isNaN { return false }
+                if v.isNaN { return true }
+                return max ? (last ? v >= best : v > best) : (last ? v <= best : v < best)
+            }
+        case .int(let x):
+            let flip = EWKit.orderFlip(t.dtype)
+            r = argScan(x, outer, len, inner, threads: c.threads) { v, best in
+                let a = v ^ flip, b = best ^ flip
+                return max ? (last ? a >= b : a > b) : (last ? a <= b : a < b)
+            }
+        case .bool(let x):
+            r = argScan(x.map { $0 ? Int64(1) : 0 }, outer, len, inner, threads: c.threads) { a, b in
+                max ? (last ? a >= b : a > b) : (last ? a <= b : a < b)
+            }
+        }
+        return [Tensor(ints: r, shape: outShape)]
+    }
+
+    /// For each (outer, inner) column, the index whose element `better`
+    /// accepts over the running best.
+    @inline(__always)
+    static func argScan<T>(_ x: [T], _ outer: Int, _ len: Int, _ inner: Int, threads: Int,
+                           _ better: (T, T) -> Bool) -> [Int64] {
+        let n = outer * inner
+        var out = [Int64](repeating: 0, count: n)
+        x.withUnsafeBufferPointer { xb in
+            out.withUnsafeMutableBufferPointer { ob in
+                guard let xp = xb.baseAddress, let op = ob.baseAddress else { return }
+                let o = SendablePointer(op)
+                parallelChunks(n, threads: threads, minChunk: Swift.max(1, EWKit.cheapGrain / len)) { range in
+                    for w in range {
+                        let p = xp + (w / inner) * len * inner + (w % inner)
+                        var best = p[0]
+                        var bi = 0
+                        for j in 1..<Swift.max(len, 1) {
+                            let v = p[j * inner]
+                            if better(v, best) { best = v; bi = j }
+                        }
+                        o.p[w] = Int64(bi)
+                    }
+                }
+            }
+        }
+        return out
+    }
+}
