@@ -11,7 +11,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps venv build test demo bench schemas schemas-check testdata clean
+.PHONY: help deps venv build test unit-tests crosscheck demo bench schemas schemas-check testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,3 +51,46 @@ schemas-check: deps $(PROTOC_GEN_SWIFT) ## prove the committed generated code is
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=$(TOOLS)/gen -I Schemas/onnx Schemas/onnx/onnx.proto
 	diff -u Sources/ONNXSchema/onnx.pb.swift $(TOOLS)/gen/onnx.pb.swift && echo "schemas: generated code is current"
+
+# --- test data (generated, git-ignored) --------------------------------------
+TESTDATA_STAMP := $(TESTDATA)/.stamp
+
+testdata: $(TESTDATA_STAMP) ## generate the ONNX node suite and model suites into .testdata/
+$(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py $(VENV)/.stamp
+	$(PY) Scripts/gen_onnx_node_tests.py $(TESTDATA)/onnx-node 2>/dev/null
+	$(PY) Scripts/materialize_light.py $(TESTDATA)/models >/dev/null
+	touch $@
+
+# --- tests ------------------------------------------------------------------
+# Tests run in release mode: the suites execute real CNNs.
+SWIFT_TEST := $(SWIFT) test -c release -Xswiftc -enable-testing
+
+test: deps venv testdata schemas-check build ## build, run every test suite and the onnxruntime cross-check
+	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
+	  exit $${PIPESTATUS[0]}
+	$(MAKE) --no-print-directory crosscheck
+	@echo "make test: all suites passed"
+
+unit-tests: ## only the Swift test suites (no schema check, no cross-check)
+	$(SWIFT_TEST)
+
+crosscheck: deps venv testdata build ## onnxruntime vs shrinkwrap on every light model (rel diff <= 1e-4)
+	@echo "== onnxruntime cross-check: light models as shipped (arange input) =="
+	$(PY) Scripts/ort_crosscheck.py --shrinkwrap $(BIN) --arange $(TESTDATA)/onnx-models/light/*/model.onnx
+	@echo "== onnxruntime cross-check: light models with materialized random weights (random input) =="
+	$(PY) Scripts/ort_crosscheck.py --shrinkwrap $(BIN) $(TESTDATA)/models/*.onnx
+
+# --- demo and bench ---------------------------------------------------------
+DEMO_MODEL := $(TESTDATA)/models/light_squeezenet.onnx
+
+demo: deps venv testdata build ## inspect and run a sample model
+	$(BIN) inspect $(DEMO_MODEL)
+	mkdir -p out/demo
+	$(PY) -c "import numpy as np; np.save('out/demo/input.npy', np.random.default_rng(0).random((1,3,224,224), dtype=np.float32))"
+	$(BIN) run $(DEMO_MODEL) --input out/demo/input.npy --output-dir out/demo
+
+bench: deps venv testdata build ## ms/inference vs onnxruntime, same run (light_resnet50, light_squeezenet)
+	$(PY) Scripts/bench.py --shrinkwrap $(BIN) --runs 20 --threads 2 $(TESTDATA)/models/light_resnet50.onnx $(TESTDATA)/models/light_squeezenet.onnx
+
+clean: ## remove build products, generated test data and reports
+	rm -rf .build $(TOOLS) $(TESTDATA) out

@@ -33,8 +33,13 @@ let package = Package(
         ),
         .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR"]),
         .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap"]),
-        .testTarget(name: "ShrinkwrapONNXTests", dependencies: ["Shrinkwrap", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR"]),
-        .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap"]),
+        .testTarget(
+            name: "ShrinkwrapONNXTests",
+            dependencies: ["Shrinkwrap", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR", "ONNXSchema",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["conformance-exclusions.txt"]
+        ),
+        .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapIR"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -37,6 +37,32 @@ public enum ModelRunner {
         return out
     }
 
+    /// Seeded uniform [0, 1) inputs (small integers for integer inputs) for
+    /// every runtime input; dimensions that are not fixed become 1.
+    public static func syntheticInputs(graph: Graph, seed: UInt64) throws -> [String: Tensor] {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        func next() -> UInt64 {  // xorshift64*
+            state ^= state >> 12; state ^= state << 25; state ^= state >> 27
+            return state &* 2_685_821_657_736_338_717
+        }
+        var out: [String: Tensor] = [:]
+        for i in graph.runtimeInputs {
+            let shape = (i.shape ?? []).map { $0.value ?? 1 }
+            guard let n = checkedElementCount(shape, limit: 1 << 28) else {
+                throw RunError(description: "input '\(i.name)' shape \(shape) is too large")
+            }
+            let dtype = i.dtype ?? .float32
+            if dtype.isFloatingPoint {
+                out[i.name] = Tensor((0..<n).map { _ in Float(next() >> 40) / Float(1 << 24) }, shape: shape, dtype: dtype)
+            } else if dtype == .bool {
+                out[i.name] = Tensor(bools: (0..<n).map { _ in next() & 1 == 1 }, shape: shape)
+            } else {
+                out[i.name] = Tensor(ints: (0..<n).map { _ in Int64(next() % 4) }, shape: shape, dtype: dtype)
+            }
+        }
+        return out
+    }
+
     public struct RunError: Error, CustomStringConvertible { public let description: String }
 
     /// The top-k entries of a classifier-like output, or nil when the output

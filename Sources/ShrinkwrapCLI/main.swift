@@ -15,7 +15,7 @@ struct ShrinkwrapCommand: ParsableCommand {
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
         version: Shrinkwrap.version,
-        subcommands: [Inspect.self, Run.self]
+        subcommands: [Inspect.self, Run.self, Bench.self]
     )
 
     /// Runs the command; any error becomes one line on stderr and exit code 1.
@@ -104,6 +104,50 @@ struct Run: ParsableCommand {
                     print(String(format: "  %d. class %d  %.6f", rank + 1, e.index, e.score) + label)
                 }
             }
+        }
+    }
+}
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Time inference: ms per run on seeded random inputs (dims that are not fixed become 1).")
+
+    @Argument(help: "The model file (.onnx).")
+    var model: String
+
+    @Option(help: "Timed runs after warm-up.")
+    var runs = 20
+
+    @Option(help: "Untimed warm-up runs.")
+    var warmup = 3
+
+    @Option(help: "Worker threads (default: all cores).")
+    var threads: Int?
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let graph = try Shrinkwrap.load(model)
+        let inputs = try ModelRunner.syntheticInputs(graph: graph, seed: 1)
+        let interpreter = try Interpreter(graph: graph, options: .init(threads: threads))
+        for _ in 0..<max(0, warmup) { _ = try interpreter.run(inputs) }
+        var times: [Double] = []
+        for _ in 0..<max(1, runs) {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            _ = try interpreter.run(inputs)
+            times.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+        }
+        let sorted = times.sorted()
+        let median = sorted[sorted.count / 2]
+        let mean = times.reduce(0, +) / Double(times.count)
+        let threadsUsed = interpreter.options.threads
+        if json {
+            print(String(format: "{\"model\": \"%@\", \"runs\": %d, \"threads\": %d, \"median_ms\": %.3f, \"mean_ms\": %.3f, \"min_ms\": %.3f, \"gemm\": \"%@\"}",
+                         model, times.count, threadsUsed, median, mean, sorted[0], GEMM.backendName))
+        } else {
+            print(String(format: "%@: %d runs, %d threads, GEMM %@: median %.2f ms, mean %.2f ms, min %.2f ms",
+                         model, times.count, threadsUsed, GEMM.backendName, median, mean, sorted[0]))
         }
     }
 }

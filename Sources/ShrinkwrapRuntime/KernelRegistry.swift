@@ -37,6 +37,85 @@ public enum KernelRegistry {
         t["Compress"] = IndexingKernels.compress
         // --- end Shape/Indexing
         // --- Elementwise, activations, reductions (Kernels/Elementwise.swift, Activations.swift, Reduce.swift)
+        t["Add"] = ElementwiseKernels.add
+        t["Sub"] = ElementwiseKernels.sub
+        t["Mul"] = ElementwiseKernels.mul
+        t["Div"] = ElementwiseKernels.div
+        t["Pow"] = ElementwiseKernels.pow
+        t["Mod"] = ElementwiseKernels.mod
+        t["Sum"] = ElementwiseKernels.sum
+        t["Mean"] = ElementwiseKernels.mean
+        t["Max"] = ElementwiseKernels.max
+        t["Min"] = ElementwiseKernels.min
+        t["Neg"] = ElementwiseKernels.neg
+        t["Abs"] = ElementwiseKernels.abs
+        t["Sign"] = ElementwiseKernels.sign
+        t["Exp"] = ElementwiseKernels.exp
+        t["Log"] = ElementwiseKernels.log
+        t["Sqrt"] = ElementwiseKernels.sqrt
+        t["Reciprocal"] = ElementwiseKernels.reciprocal
+        t["Erf"] = ElementwiseKernels.erf
+        t["Floor"] = ElementwiseKernels.floor
+        t["Ceil"] = ElementwiseKernels.ceil
+        t["Round"] = ElementwiseKernels.round
+        t["Sin"] = ElementwiseKernels.sin
+        t["Cos"] = ElementwiseKernels.cos
+        t["Tan"] = ElementwiseKernels.tan
+        t["Asin"] = ElementwiseKernels.asin
+        t["Acos"] = ElementwiseKernels.acos
+        t["Atan"] = ElementwiseKernels.atan
+        t["Sinh"] = ElementwiseKernels.sinh
+        t["Cosh"] = ElementwiseKernels.cosh
+        t["Asinh"] = ElementwiseKernels.asinh
+        t["Acosh"] = ElementwiseKernels.acosh
+        t["Atanh"] = ElementwiseKernels.atanh
+        t["IsNaN"] = ElementwiseKernels.isNaN
+        t["IsInf"] = ElementwiseKernels.isInf
+        t["Cast"] = ElementwiseKernels.cast
+        t["CastLike"] = ElementwiseKernels.castLike
+        t["Equal"] = LogicKernels.equal
+        t["Greater"] = LogicKernels.greater
+        t["Less"] = LogicKernels.less
+        t["GreaterOrEqual"] = LogicKernels.greaterOrEqual
+        t["LessOrEqual"] = LogicKernels.lessOrEqual
+        t["And"] = LogicKernels.and
+        t["Or"] = LogicKernels.or
+        t["Xor"] = LogicKernels.xor
+        t["Not"] = LogicKernels.not
+        t["Where"] = LogicKernels.where
+        t["BitShift"] = LogicKernels.bitShift
+        t["Relu"] = ActivationKernels.relu
+        t["LeakyRelu"] = ActivationKernels.leakyRelu
+        t["PRelu"] = ActivationKernels.prelu
+        t["Elu"] = ActivationKernels.elu
+        t["Selu"] = ActivationKernels.selu
+        t["Celu"] = ActivationKernels.celu
+        t["Sigmoid"] = ActivationKernels.sigmoid
+        t["HardSigmoid"] = ActivationKernels.hardSigmoid
+        t["HardSwish"] = ActivationKernels.hardSwish
+        t["Tanh"] = ActivationKernels.tanh
+        t["Softplus"] = ActivationKernels.softplus
+        t["Softsign"] = ActivationKernels.softsign
+        t["Gelu"] = ActivationKernels.gelu
+        t["Mish"] = ActivationKernels.mish
+        t["ThresholdedRelu"] = ActivationKernels.thresholdedRelu
+        t["Shrink"] = ActivationKernels.shrink
+        t["Clip"] = ActivationKernels.clip
+        t["Softmax"] = ActivationKernels.softmax
+        t["LogSoftmax"] = ActivationKernels.logSoftmax
+        t["Hardmax"] = ActivationKernels.hardmax
+        t["ReduceSum"] = ReduceKernels.reduceSum
+        t["ReduceMean"] = ReduceKernels.reduceMean
+        t["ReduceMax"] = ReduceKernels.reduceMax
+        t["ReduceMin"] = ReduceKernels.reduceMin
+        t["ReduceProd"] = ReduceKernels.reduceProd
+        t["ReduceL1"] = ReduceKernels.reduceL1
+        t["ReduceL2"] = ReduceKernels.reduceL2
+        t["ReduceLogSum"] = ReduceKernels.reduceLogSum
+        t["ReduceLogSumExp"] = ReduceKernels.reduceLogSumExp
+        t["ReduceSumSquare"] = ReduceKernels.reduceSumSquare
+        t["ArgMax"] = ReduceKernels.argMax
+        t["ArgMin"] = ReduceKernels.argMin
         // --- end Elementwise
         // --- Neural-network ops (Kernels/Conv.swift, Pool.swift, Linear.swift, Normalization.swift, Resize.swift)
         t["Conv"] = NNKernels.conv
@@ -49,8 +128,19 @@ public enum KernelRegistry {
         t["GlobalLpPool"] = NNKernels.globalLpPool
         t["Gemm"] = NNKernels.gemm
         t["MatMul"] = NNKernels.matMul
+        t["BatchNormalization"] = NNKernels.batchNormalization
+        t["InstanceNormalization"] = NNKernels.instanceNormalization
+        t["LayerNormalization"] = NNKernels.layerNormalization
+        t["GroupNormalization"] = NNKernels.groupNormalization
+        t["LRN"] = NNKernels.lrn
+        t["Resize"] = NNKernels.resize
+        t["DepthToSpace"] = NNKernels.depthToSpace
+        t["SpaceToDepth"] = NNKernels.spaceToDepth
         // --- end NN
         // --- Recurrent (Kernels/Recurrent.swift)
+        t["RNN"] = RecurrentKernels.rnn
+        t["GRU"] = RecurrentKernels.gru
+        t["LSTM"] = RecurrentKernels.lstm
         // --- end Recurrent
         return t
     }()

@@ -246,8 +246,8 @@ public enum ActivationKernels {
             let shift = m.isFinite ? m : 0
             var s: Float = 0
             for j in 0..<len { s += expf(x[j * step] - shift) }
-            let ls = logf(s) + shift
-            for j in 0..<len { y[j * step] = x[j * step] - ls }
+            let ls = logf(s)
+            for j in 0..<len { y[j * step] = (x[j * step] - shift) - ls }
         }
     }
 }

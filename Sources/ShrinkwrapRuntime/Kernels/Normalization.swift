@@ -1,4 +1,9 @@
 import ShrinkwrapIR
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 // BatchNormalization, InstanceNormalization, LayerNormalization,
 // GroupNormalization and LRN.

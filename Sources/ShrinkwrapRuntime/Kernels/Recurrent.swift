@@ -115,7 +115,8 @@ public enum RecurrentKernels {
             throw c.fail("W has shape \(wt.shape), expected [\(s.dirs), \(g)·hidden, \(s.inputSize)]")
         }
         s.hidden = wt.shape[1] / g
-        if let hs = try? c.int("hidden_size", default: s.hidden), hs != s.hidden {
+        let hs = try c.int("hidden_size", default: s.hidden)
+        if hs != s.hidden {
             throw c.badAttribute("hidden_size", "\(hs) does not match W's shape \(wt.shape)")
         }
         let h = s.hidden, b = s.batch, d = s.dirs
@@ -125,8 +126,7 @@ public enum RecurrentKernels {
         if s.layout == 0 || s.seq <= 1 || b <= 1 {
             s.x = xv
         } else {
-            s.x = ShapeKernels.transpose2D(xv, batch: 1, rows: b, cols: s.seq * s.inputSize, threads: 1)
-            // rows of [b][seq·input] became [seq·input][b]; regroup per (t, i) → [t][b][i]
+            // [batch, seq, input] → [seq, batch, input]
             var out = [Float](repeating: 0, count: xv.count)
             let ii = s.inputSize
             for t in 0..<s.seq { for bb in 0..<b { for i in 0..<ii { out[(t * b + bb) * ii + i] = xv[(bb * s.seq + t) * ii + i] } } }

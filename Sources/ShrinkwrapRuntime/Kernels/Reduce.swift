@@ -308,17 +308,22 @@ public enum ReduceKernels {
                 return max ? (last ? v >= best : v > best) : (last ? v <= best : v < best)
             }
         case .int(let x):
-            let flip = EWKit.orderFlip(t.dtype)
-            r = argScan(x, outer, len, inner, threads: c.threads) { v, best in
-                let a = v ^ flip, b = best ^ flip
-                return max ? (last ? a >= b : a > b) : (last ? a <= b : a < b)
-            }
+            r = intArg(x, EWKit.orderFlip(t.dtype), outer, len, inner, threads: c.threads, max: max, last: last)
         case .bool(let x):
-            r = argScan(x.map { $0 ? Int64(1) : 0 }, outer, len, inner, threads: c.threads) { a, b in
-                max ? (last ? a >= b : a > b) : (last ? a <= b : a < b)
-            }
+            let v: [Int64] = x.map { $0 ? 1 : 0 }
+            r = intArg(v, 0, outer, len, inner, threads: c.threads, max: max, last: last)
         }
         return [Tensor(ints: r, shape: outShape)]
+    }
+
+    static func intArg(_ x: [Int64], _ flip: Int64, _ outer: Int, _ len: Int, _ inner: Int, threads: Int,
+                       max: Bool, last: Bool) -> [Int64] {
+        argScan(x, outer, len, inner, threads: threads) { v, best in
+            let a: Int64 = v ^ flip
+            let b: Int64 = best ^ flip
+            if max { return last ? a >= b : a > b }
+            return last ? a <= b : a < b
+        }
     }
 
     /// For each (outer, inner) column, the index whose element `better`
