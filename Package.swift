@@ -39,6 +39,7 @@ let package = Package(
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["conformance-exclusions.txt"]
         ),
+        .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapIR"]),
     ],
     swiftLanguageModes: [.v5]

@@ -193,3 +193,37 @@ extension ONNXOps {
         b.emit(n)
     }
 }
+
+extension ONNXOps {
+    /// Binary ops before opset 7 broadcast only with `broadcast=1`, aligning
+    /// B's dimensions at A's `axis` (default: trailing, as numpy does). When
+    /// `axis` leaves trailing dimensions, B gets trailing 1s (an Unsqueeze)
+    /// so numpy broadcasting means the same thing.
+    static func legacyBroadcast(_ b: inout GraphBuilder, _ n: Node, _ place: String) throws {
+        var n = n
+        guard b.opset < 7 else { b.emit(n); return }
+        defer { b.emit(n) }
+        let axisAttr = n.attributes["axis"]
+        n.attributes["broadcast"] = nil
+        n.attributes["axis"] = nil
+        n.attributes["consumed_inputs"] = nil
+        guard case .int(let axis)? = axisAttr, n.inputs.count == 2 else { return }
+        func rank(_ v: String) -> Int? {
+            b.graph.valueInfo[v]?.shape?.count ?? b.graph.constant(named: v)?.encoding.shape.count
+        }
+        guard let ra = rank(n.inputs[0]), let rb = rank(n.inputs[1]) else {
+            throw ImportError.unsupported(b.location(place),
+                                          what: "legacy broadcast with axis=\(axis) where the operand ranks are unknown")
+        }
+        let a = axis < 0 ? axis + ra : axis
+        let trailing = ra - a - rb
+        guard a >= 0, trailing >= 0 else {
+            throw ImportError.malformed(b.location(place), reason: "broadcast axis \(axis) does not fit ranks \(ra) and \(rb)")
+        }
+        if trailing == 0 { return }
+        let axes = b.addConstant(Tensor(ints: (rb..<(rb + trailing)).map(Int64.init), shape: [trailing]), hint: "\(n.label)_axes")
+        let expanded = b.freshName("\(n.inputs[1])_aligned")
+        b.emit(Node(name: "\(n.label)_align", opType: "Unsqueeze", inputs: [n.inputs[1], axes], outputs: [expanded]))
+        n.inputs[1] = expanded
+    }
+}

@@ -14,8 +14,8 @@ enum ONNXOps {
         "ScatterElements", "ScatterND", "Expand", "Tile", "Shape", "Size", "ConstantOfShape", "Range",
         "EyeLike", "OneHot", "Trilu", "NonZero", "CumSum", "Compress", "Where",
         // elementwise
-        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Sum", "Mean", "Max", "Min",
-        "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Not",
+        "Mod", "Sum", "Mean", "Max", "Min",
+        "GreaterOrEqual", "LessOrEqual", "Not",
         "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor", "Ceil", "Round", "Sign",
         "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsNaN", "IsInf",
         "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
@@ -52,6 +52,9 @@ enum ONNXOps {
         t["BatchNormalization"] = ONNXOps.batchNorm
         t["Dropout"] = ONNXOps.dropout
         t["TopK"] = ONNXOps.topK
+        for op in ["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"] {
+            t[op] = ONNXOps.legacyBroadcast
+        }
         return t
     }()
 

@@ -159,6 +159,7 @@ final class ShapeKernelTests: XCTestCase {
         assertThrows("Split", [x, i64([2, 2])], ["axis": .int(1)])
         assertThrows("Split", [x, i64([6, -1])], ["axis": .int(1)])
         assertThrows("Split", [x], ["axis": .int(1), "num_outputs": .int(0)])
+        assertThrows("Split", [x], ["axis": .int(1), "num_outputs": .int(Int.max)])
         assertThrows("Split", [x], ["axis": .int(1), "num_outputs": .int(4)])   // chunks of 2: 2+2+2 > 5
     }
 
@@ -264,6 +265,8 @@ final class ShapeKernelTests: XCTestCase {
         XCTAssertEqual(ri.ints, [10, 7]); XCTAssertEqual(ri.dtype, .int32)
         XCTAssertEqual(try run1("Range", [Tensor.scalar(int: 5), Tensor.scalar(int: 1), Tensor.scalar(int: 1)]).shape, [0])
         assertThrows("Range", [Tensor.scalar(1), Tensor.scalar(2), Tensor.scalar(0)])
+        XCTAssertEqual(try run1("Range", [Tensor.scalar(0), Tensor.scalar(-1e30), Tensor.scalar(1)]).shape, [0])
+        XCTAssertThrowsError(try run("Range", [Tensor.scalar(0), Tensor.scalar(1e30), Tensor.scalar(1)]))
         assertThrows("Range", [Tensor.scalar(1), Tensor.scalar(int: 2), Tensor.scalar(1)])
         // EyeLike 2×3, k=1 → ones at (0,1), (1,2); dtype 7 = int64
         let e = try run1("EyeLike", [Tensor.zeros([2, 3])], ["k": .int(1), "dtype": .int(7)])

@@ -159,8 +159,8 @@ extension NNKernels {
             let ys = SendablePointer(yp)
             means.withUnsafeMutableBufferPointer { mb in
                 invs.withUnsafeMutableBufferPointer { ib in
-                    let ms = mb.baseAddress.map { SendablePointer($0) }
-                    let iss = ib.baseAddress.map { SendablePointer($0) }
+                    let ms = wantStats ? mb.baseAddress.map { SendablePointer($0) } : nil
+                    let iss = wantStats ? ib.baseAddress.map { SendablePointer($0) } : nil
                     x.withUnsafeBufferPointer { xb in
                         scale.withUnsafeBufferPointer { sb in
                             guard let xp = xb.baseAddress else { return }

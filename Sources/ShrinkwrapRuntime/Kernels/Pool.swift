@@ -86,7 +86,7 @@ extension NNKernels {
         var y = makeFloats(total) { yp in
             let ys = SendablePointer(yp)
             indices.withUnsafeMutableBufferPointer { ib in
-                let isp = ib.baseAddress.map { SendablePointer($0) }
+                let isp = wantIndices ? ib.baseAddress.map { SendablePointer($0) } : nil
                 x.withUnsafeBufferPointer { xb in
                     guard let xbase = xb.baseAddress else { return }
                     let a0 = axes[0], a1 = axes[1], a2 = axes[2]

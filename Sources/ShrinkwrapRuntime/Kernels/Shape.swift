@@ -56,12 +56,13 @@ public enum ShapeKernels {
         return [x.reshaped(out)]
     }
 
-    /// Squeeze: removes the listed size-1 axes (input 1), or every size-1 axis.
+    /// Squeeze: removes the listed size-1 axes (input 1), or every size-1 axis
+    /// when axes is omitted or empty.
     public static func squeeze(_ c: KernelContext) throws -> [Tensor] {
         let x = try c.input(0)
         let r = x.rank
         var drop = [Bool](repeating: false, count: r)
-        if let axes = try c.optionalIntValues(1) {
+        if let axes = try c.optionalIntValues(1), !axes.isEmpty {  // empty axes: all size-1 axes, as onnxruntime does
             for a in axes {
                 let v = a < 0 ? a + r : a
                 guard v >= 0 && v < r else { throw c.fail("squeeze axis \(a) out of range for rank \(r)") }
@@ -238,8 +239,10 @@ public enum ShapeKernels {
             sizes = s
         } else {
             let k = try c.int("num_outputs", default: max(c.node.outputs.count, 1))
-            guard k >= 1 else { throw c.badAttribute("num_outputs", "must be at least 1, got \(k)") }
-            let chunk = (dim + k - 1) / k
+            guard k >= 1 && k <= max(dim, c.node.outputs.count, 1) else {
+                throw c.badAttribute("num_outputs", "\(k) is out of range for an axis of size \(dim)")
+            }
+            let chunk = dim / k + (dim % k == 0 ? 0 : 1)
             sizes = [Int](repeating: chunk, count: k)
             sizes[k - 1] = dim - chunk * (k - 1)
             guard sizes[k - 1] >= 0 else {
@@ -499,7 +502,7 @@ public enum ShapeKernels {
             guard start.isFinite, limit.isFinite, delta.isFinite else { throw c.fail("start, limit and delta must be finite") }
             let steps = ((limit - start) / delta).rounded(.up)
             guard steps < Double(1 << 34) else { throw c.fail("range too large") }
-            let n = try c.checkedCount([max(Int(steps), 0)])
+            let n = try c.checkedCount([steps > 0 ? Int(steps) : 0])
             // Accumulate in the element type, as onnxruntime does.
             var v = [Float](repeating: 0, count: n)
             let fd = da[0]

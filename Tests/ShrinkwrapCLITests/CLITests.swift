@@ -1,0 +1,128 @@
+import Foundation
+import Shrinkwrap
+import ShrinkwrapIR
+import XCTest
+
+/// Runs the built `shrinkwrap` binary as a user would.
+final class CLITests: XCTestCase {
+    struct Result { var status: Int32; var stdout: String; var stderr: String }
+
+    static var binary: URL {
+        // The test bundle sits in the build products folder next to the executable.
+        var dir = Bundle.main.bundleURL
+        for b in Bundle.allBundles where b.bundlePath.hasSuffix(".xctest") { dir = b.bundleURL.deletingLastPathComponent() }
+        let candidate = dir.appendingPathComponent("shrinkwrap")
+        if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+        return Bundle.main.bundleURL.appendingPathComponent("shrinkwrap")
+    }
+
+    func sw(_ args: [String]) throws -> Result {
+        let p = Process()
+        p.executableURL = Self.binary
+        p.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env["SWIFT_BACKTRACE"] = "enable=no"
+        p.environment = env
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    var tmp: URL!
+
+    override func setUpWithError() throws {
+        guard FileManager.default.fileExists(atPath: Self.binary.path) else {
+            throw XCTSkip("SKIPPED: the shrinkwrap binary is not built next to the tests (\(Self.binary.path))")
+        }
+        tmp = FileManager.default.temporaryDirectory.appendingPathComponent("swcli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        if let tmp { try? FileManager.default.removeItem(at: tmp) }
+    }
+
+    /// y = Softmax(x · W) with W 2×3, as ONNX bytes (made with onnx.helper; see below).
+    func tinyModel() throws -> URL {
+        let url = tmp.appendingPathComponent("tiny.onnx")
+        try Data(base64Encoded: Self.tinyModelBase64)!.write(to: url)
+        return url
+    }
+
+    func testInspectText() throws {
+        let r = try sw(["inspect", try tinyModel().path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("format:    onnx (ir 8, opset 17)"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("x: float32 [1, 2]"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("y: float32 [1, 3]"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("ops:       MatMul×1, Softmax×1"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("weights:   1 tensors, 24 B"), r.stdout)
+    }
+
+    func testInspectJSON() throws {
+        let r = try sw(["inspect", try tinyModel().path, "--json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let obj = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual(obj?["format"] as? String, "onnx")
+        XCTAssertEqual(obj?["nodeCount"] as? Int, 2)
+        XCTAssertEqual(obj?["weightBytes"] as? Int, 24)
+    }
+
+    func testRunWritesOutputsAndTopK() throws {
+        let model = try tinyModel()
+        let x = tmp.appendingPathComponent("x.npy")
+        try NPY.encode(Tensor([1, 2], shape: [1, 2])).write(to: x)
+        let outDir = tmp.appendingPathComponent("out")
+        let r = try sw(["run", model.path, "--input", x.path, "--output-dir", outDir.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        // x·W = [1·1 + 2·0.5, 1·(−1) + 2·1, 1·2 + 2·(−2)] = [2, 1, −2]; softmax ranks class 0, 1, 2.
+        XCTAssertTrue(r.stdout.contains("1. class 0"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("3. class 2"), r.stdout)
+        let y = try NPY.read(outDir.appendingPathComponent("y.npy"))
+        let e = [2.0, 1.0, -2.0].map { exp($0) }
+        let s = e.reduce(0, +)
+        for (got, want) in zip(y.doubles, e.map { $0 / s }) { XCTAssertEqual(got, want, accuracy: 1e-6) }
+    }
+
+    func testErrorsAreOneLineWithNonZeroExit() throws {
+        let empty = tmp.appendingPathComponent("empty.onnx")
+        try Data().write(to: empty)
+        let garbage = tmp.appendingPathComponent("garbage.onnx")
+        try Data((0..<500).map { UInt8(truncatingIfNeeded: $0 &* 37) }).write(to: garbage)
+        let truncated = tmp.appendingPathComponent("truncated.onnx")
+        try Data(base64Encoded: Self.tinyModelBase64)!.prefix(40).write(to: truncated)
+        for (args, needle) in [(["inspect", empty.path], "empty"), (["inspect", garbage.path], "garbage.onnx"),
+                               (["run", truncated.path, "--input", "x.npy"], "truncated.onnx"),
+                               (["inspect", tmp.appendingPathComponent("missing.onnx").path], "no such file"),
+                               (["inspect", tmp.appendingPathComponent("model.pt").path], "unknown model format")] {
+            let r = try sw(args)
+            XCTAssertEqual(r.status, 1, "\(args): \(r.stderr)")
+            let lines = r.stderr.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, r.stderr)
+            XCTAssertTrue(r.stderr.hasPrefix("shrinkwrap: error: "), r.stderr)
+            XCTAssertTrue(r.stderr.contains(needle), "\(needle) not in \(r.stderr)")
+        }
+    }
+
+    func testRunRejectsWrongInput() throws {
+        let model = try tinyModel()
+        let x = tmp.appendingPathComponent("x3.npy")
+        try NPY.encode(Tensor([1, 2, 3], shape: [1, 3])).write(to: x)
+        let r = try sw(["run", model.path, "--input", x.path])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("x3.npy") && r.stderr.contains("expected shape [1, 2]"), r.stderr)
+        let r2 = try sw(["run", model.path])
+        XCTAssertEqual(r2.status, 1)
+        XCTAssertTrue(r2.stderr.contains("missing input 'x'"), r2.stderr)
+    }
+
+    /// python: onnx.helper.make_model(make_graph([MatMul(x, W) → xw, Softmax(xw, axis=-1) → y], "tiny",
+    ///   [x: float[1,2]], [y: float[1,3]], [W = [[1,-1,2],[0.5,1,-2]]]), opset 17, ir_version 8,
+    ///   producer "shrinkwrap-tests").SerializeToString(), base64-encoded.
+    static let tinyModelBase64 = "CAgSEHNocmlua3dyYXAtdGVzdHM6mQEKFgoBeAoBVxICeHcaAm1tIgZNYXRNdWwKKgoCeHcSAXkaAnNtIgdTb2Z0bWF4KhQKBGF4aXMY////////////AaABAhIEdGlueSojCAIIAxABQgFXShgAAIA/AACAvwAAAEAAAAA/AACAPwAAAMBaEwoBeBIOCgwIARIICgIIAQoCCAJiEwoBeRIOCgwIARIICgIIAQoCCANCBAoAEBE="
+}
