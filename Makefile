@@ -46,11 +46,12 @@ schemas: deps $(PROTOC_GEN_SWIFT) ## regenerate the committed Swift code from Sc
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=Sources/ONNXSchema -I Schemas/onnx Schemas/onnx/onnx.proto
 
-schemas-check: deps $(PROTOC_GEN_SWIFT) ## prove the committed generated code is current
+schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated code is current and the schema matches onnx's
 	rm -rf $(TOOLS)/gen && mkdir -p $(TOOLS)/gen
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=$(TOOLS)/gen -I Schemas/onnx Schemas/onnx/onnx.proto
 	diff -u Sources/ONNXSchema/onnx.pb.swift $(TOOLS)/gen/onnx.pb.swift && echo "schemas: generated code is current"
+	$(PY) Scripts/check_onnx_schema.py Schemas/onnx/onnx.proto
 
 # --- test data (generated, git-ignored) --------------------------------------
 TESTDATA_STAMP := $(TESTDATA)/.stamp

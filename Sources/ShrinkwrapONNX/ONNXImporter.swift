@@ -38,12 +38,12 @@ public enum ONNXImporter {
         guard model.hasGraph else {
             throw ImportError.malformed(SourceLocation(file: file), reason: "no graph (is this an ONNX model?)")
         }
-        var opset: Int?
-        for o in model.opsetImport where o.domain.isEmpty || o.domain == "ai.onnx" { opset = Int(o.version) }
-        if model.opsetImport.isEmpty { opset = 1 }
-        guard let opset else {
-            throw ImportError.malformed(SourceLocation(file: file, place: "opset_import"), reason: "no default-domain opset")
-        }
+        var declared: Int? = nil
+        for o in model.opsetImport where o.domain.isEmpty || o.domain == "ai.onnx" { declared = Int(o.version) }
+        if model.opsetImport.isEmpty { declared = 1 }
+        // A model importing only other domains (ai.onnx.ml, …) has no default
+        // opset; its nodes are reported as unsupported ops below.
+        let opset = declared ?? supportedOpsets.upperBound
         guard supportedOpsets.contains(opset) else {
             throw ImportError.unsupported(SourceLocation(file: file, place: "opset_import"),
                                           what: "opset \(opset) (supported: \(supportedOpsets.lowerBound)–\(supportedOpsets.upperBound))")

@@ -183,6 +183,15 @@ extension ONNXOps {
         b.emit(n)
     }
 
+    /// An op that was renamed without changing its meaning.
+    static func renamed(_ newName: String) -> ONNXTranslator {
+        return { b, n, _ in
+            var n = n
+            n.opType = newName
+            b.emit(n)
+        }
+    }
+
     /// TopK: `k` attribute → input 1 (opset 10).
     static func topK(_ b: inout GraphBuilder, _ n: Node, _ place: String) throws {
         var n = n

@@ -52,6 +52,7 @@ enum ONNXOps {
         t["BatchNormalization"] = ONNXOps.batchNorm
         t["Dropout"] = ONNXOps.dropout
         t["TopK"] = ONNXOps.topK
+        t["Scatter"] = ONNXOps.renamed("ScatterElements")  // deprecated in opset 11, same meaning
         for op in ["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"] {
             t[op] = ONNXOps.legacyBroadcast
         }

@@ -57,8 +57,18 @@ struct ONNXSuiteRunner {
         }
     }
 
+    /// `*` matches any run of characters.
     static func matches(_ pattern: String, _ name: String) -> Bool {
-        pattern.hasSuffix("*") ? name.hasPrefix(String(pattern.dropLast())) : name == pattern
+        let parts = pattern.split(separator: "*", omittingEmptySubsequences: false).map(String.init)
+        if parts.count == 1 { return name == pattern }
+        guard name.hasPrefix(parts[0]), name.hasSuffix(parts[parts.count - 1]),
+              name.count >= parts[0].count + parts[parts.count - 1].count else { return false }
+        var rest = Substring(name.dropFirst(parts[0].count).dropLast(parts[parts.count - 1].count))
+        for p in parts.dropFirst().dropLast() where !p.isEmpty {
+            guard let r = rest.range(of: p) else { return false }
+            rest = rest[r.upperBound...]
+        }
+        return true
     }
 
     func run(testDirectory dir: URL) -> Outcome {

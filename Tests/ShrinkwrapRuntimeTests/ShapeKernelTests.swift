@@ -245,6 +245,11 @@ final class ShapeKernelTests: XCTestCase {
         XCTAssertEqual(s.shape, []); XCTAssertEqual(s.ints, [24]); XCTAssertEqual(s.dtype, .int64)
         let d = try run("Dropout", [x, Tensor.scalar(0.5)], outputs: 2)
         XCTAssertEqual(d[0], x); XCTAssertEqual(d[1].dtype, .bool); XCTAssertEqual(d[1].bools, [Bool](repeating: true, count: 24))
+        // training_mode false, or true with ratio 0, is the identity; true with a ratio is refused.
+        XCTAssertEqual(try run1("Dropout", [x, Tensor.scalar(0.5), Tensor(bools: [false], shape: [])]), x)
+        XCTAssertEqual(try run1("Dropout", [x, Tensor.scalar(0), Tensor(bools: [true], shape: [])]), x)
+        assertThrows("Dropout", [x, Tensor.scalar(0.5), Tensor(bools: [true], shape: [])])
+        assertThrows("Dropout", [x, nil, Tensor(bools: [true], shape: [])])
     }
 
     func testConstantOfShapeRangeEyeLike() throws {

@@ -9,6 +9,7 @@ final class RegistryTests: XCTestCase {
     let rewrittenOps: [String: [String]] = [
         "Constant": [],
         "Upsample": ["Resize"],
+        "Scatter": ["ScatterElements"],
         "Softmax": ["Softmax", "Shape", "Flatten", "Reshape"],
         "LogSoftmax": ["LogSoftmax", "Shape", "Flatten", "Reshape"],
         "Hardmax": ["Hardmax", "Shape", "Flatten", "Reshape"],

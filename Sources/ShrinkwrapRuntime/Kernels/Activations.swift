@@ -9,13 +9,95 @@ import Darwin
 public enum ActivationKernels {
     // MARK: pointwise activations
 
-    public static func relu(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { $0 > 0 ? $0 : ($0.isNaN ? $0 : 0) }, int: { $0 > 0 ? $0 : 0 })
+    struct ReluF: EWUnaryOp { @inline(__always) func callAsFunction(_ x: Float) -> Float { x > 0 ? x : (x.isNaN ? x : 0) } }
+    struct ReluI: EWUnaryOp { @inline(__always) func callAsFunction(_ x: Int64) -> Int64 { x > 0 ? x : 0 } }
+    struct LeakyReluF: EWUnaryOp {
+        let alpha: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x >= 0 ? x : alpha * x }
+    }
+    struct PReluF: EWBinaryOp { @inline(__always) func callAsFunction(_ v: Float, _ k: Float) -> Float { v < 0 ? k * v : v } }
+    struct PReluI: EWBinaryOp { @inline(__always) func callAsFunction(_ v: Int64, _ k: Int64) -> Int64 { v < 0 ? k &* v : v } }
+    struct EluF: EWUnaryOp {
+        let alpha: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x < 0 ? alpha * expm1f(x) : x }
+    }
+    struct SeluF: EWUnaryOp {
+        let alpha: Float, gamma: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x <= 0 ? gamma * alpha * expm1f(x) : gamma * x }
+    }
+    struct CeluF: EWUnaryOp {
+        let alpha: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { Swift.max(0, x) + Swift.min(0, alpha * expm1f(x / alpha)) }
+    }
+    /// 1 / (1 + e^-x); e^-x overflowing to a huge value gives 0, as it should.
+    struct SigmoidF: EWUnaryOp { @inline(__always) func callAsFunction(_ x: Float) -> Float { 1 / (1 + EWKit.fastExp(-x)) } }
+    struct HardSigmoidF: EWUnaryOp {
+        let alpha: Float, beta: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { Swift.max(0, Swift.min(1, alpha * x + beta)) }
+    }
+    /// x · max(0, min(1, x/6 + 1/2)).
+    struct HardSwishF: EWUnaryOp {
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x * Swift.max(0, Swift.min(1, x * (1 / 6 as Float) + 0.5)) }
+    }
+    /// log(1 + e^x), written so large |x| neither overflows nor loses precision.
+    struct SoftplusF: EWUnaryOp {
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)) }
+    }
+    struct SoftsignF: EWUnaryOp { @inline(__always) func callAsFunction(_ x: Float) -> Float { x / (1 + Swift.abs(x)) } }
+    /// 0.5·x·(1 + erf(x/√2)) in double precision.
+    struct GeluErfF: EWUnaryOp {
+        @inline(__always) func callAsFunction(_ x: Float) -> Float {
+            Float(0.5 * Double(x) * (1 + ewErf(Double(x) * 0.70710678118654752440)))
+        }
+    }
+    /// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+    struct GeluTanhF: EWUnaryOp {
+        @inline(__always) func callAsFunction(_ x: Float) -> Float {
+            0.5 * x * (1 + tanhf(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+        }
+    }
+    /// x · tanh(softplus(x)).
+    struct MishF: EWUnaryOp {
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x * tanhf(SoftplusF()(x)) }
+    }
+    struct ThresholdedReluF: EWUnaryOp {
+        let alpha: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x > alpha ? x : 0 }
+    }
+    struct ShrinkF: EWUnaryOp {
+        let bias: Float, lambd: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x < -lambd ? x + bias : (x > lambd ? x - bias : 0) }
+    }
+    /// Shrink on integers: computed in Double, truncated back.
+    struct ShrinkI: EWUnaryOp {
+        let bias: Double, lambd: Double, dtype: DType
+        @inline(__always) func callAsFunction(_ v: Int64) -> Int64 {
+            let x = EWKit.doubleOf(v, dtype)
+            return EWKit.truncatedInt(x < -lambd ? x + bias : (x > lambd ? x - bias : 0))
+        }
+    }
+    /// max(x, lo) then min(·, hi), so lo > hi gives hi; NaN passes through.
+    struct ClipF: EWUnaryOp {
+        let lo: Float, hi: Float
+        @inline(__always) func callAsFunction(_ a: Float) -> Float {
+            let m = a < lo ? lo : a
+            return m > hi ? hi : m
+        }
+    }
+    /// Integer clip; bounds are pre-flipped (uint64 compares unsigned).
+    struct ClipI: EWUnaryOp {
+        let lo: Int64, hi: Int64, flip: Int64
+        @inline(__always) func callAsFunction(_ a: Int64) -> Int64 {
+            let s = a ^ flip
+            let m = s < lo ? lo : s
+            return (m > hi ? hi : m) ^ flip
+        }
     }
 
+    public static func relu(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, ReluF(), int: ReluI()) }
+
     public static func leakyRelu(_ c: KernelContext) throws -> [Tensor] {
-        let alpha = try c.float("alpha", default: 0.01)
-        return try EWKit.unary(c, { $0 >= 0 ? $0 : alpha * $0 })
+        try EWKit.unary(c, LeakyReluF(alpha: try c.float("alpha", default: 0.01)))
     }
 
     /// PRelu: slope broadcasts unidirectionally to X.
@@ -27,110 +109,64 @@ public enum ActivationKernels {
         }
         switch (x.storage, s.storage) {
         case (.float(let a), .float(let b)):
-            let r = EWKit.map2(a, b, p, threads: c.threads, grain: EWKit.cheapGrain) { v, k in v < 0 ? k * v : v }
-            return [EWKit.floatTensor(r, p.shape, x.dtype)]
+            return [EWKit.floatTensor(EWKit.map2(a, b, p, threads: c.threads, grain: EWKit.cheapGrain, PReluF()), p.shape, x.dtype)]
         case (.int(let a), .int(let b)):
-            let r = EWKit.map2(a, b, p, threads: c.threads, grain: EWKit.cheapGrain) { v, k in v < 0 ? k &* v : v }
-            return [EWKit.intTensor(r, p.shape, x.dtype)]
+            return [EWKit.intTensor(EWKit.map2(a, b, p, threads: c.threads, grain: EWKit.cheapGrain, PReluI()), p.shape, x.dtype)]
         default:
             throw c.fail("X and slope must have the same type, got \(x.dtype) and \(s.dtype)")
         }
     }
 
     public static func elu(_ c: KernelContext) throws -> [Tensor] {
-        let alpha = try c.float("alpha", default: 1)
-        return try EWKit.unary(c, grain: EWKit.costlyGrain, { $0 < 0 ? alpha * expm1f($0) : $0 })
+        try EWKit.unary(c, grain: EWKit.costlyGrain, EluF(alpha: try c.float("alpha", default: 1)))
     }
 
     public static func selu(_ c: KernelContext) throws -> [Tensor] {
         let alpha = try c.float("alpha", default: 1.67326319217681884765625)
         let gamma = try c.float("gamma", default: 1.05070102214813232421875)
-        return try EWKit.unary(c, grain: EWKit.costlyGrain, { $0 <= 0 ? gamma * alpha * expm1f($0) : gamma * $0 })
+        return try EWKit.unary(c, grain: EWKit.costlyGrain, SeluF(alpha: alpha, gamma: gamma))
     }
 
     public static func celu(_ c: KernelContext) throws -> [Tensor] {
         let alpha = try c.float("alpha", default: 1)
         guard alpha != 0 else { throw c.badAttribute("alpha", "must not be 0") }
-        return try EWKit.unary(c, grain: EWKit.costlyGrain, { x in
-            Swift.max(0, x) + Swift.min(0, alpha * expm1f(x / alpha))
-        })
+        return try EWKit.unary(c, grain: EWKit.costlyGrain, CeluF(alpha: alpha))
     }
 
-    /// Sigmoid: 1 / (1 + e^-x), stable for large |x|.
-    public static func sigmoid(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, { x in
-            if x >= 0 { return 1 / (1 + expf(-x)) }
-            let e = expf(x)
-            return e / (1 + e)
-        })
-    }
+    public static func sigmoid(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, SigmoidF()) }
 
     public static func hardSigmoid(_ c: KernelContext) throws -> [Tensor] {
         let alpha = try c.float("alpha", default: 0.2), beta = try c.float("beta", default: 0.5)
-        return try EWKit.unary(c, { x in Swift.max(0, Swift.min(1, alpha * x + beta)) })
+        return try EWKit.unary(c, HardSigmoidF(alpha: alpha, beta: beta))
     }
 
-    /// HardSwish: x · max(0, min(1, x/6 + 1/2)).
-    public static func hardSwish(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { x in x * Swift.max(0, Swift.min(1, x * (1 / 6 as Float) + 0.5)) })
-    }
-
-    public static func tanh(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, { tanhf($0) })
-    }
-
-    /// Softplus: log(1 + e^x), written so large |x| neither overflows nor loses precision.
-    public static func softplus(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, { softplusValue($0) })
-    }
-
-    @inline(__always)
-    static func softplusValue(_ x: Float) -> Float {
-        x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x))
-    }
-
-    public static func softsign(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { $0 / (1 + Swift.abs($0)) })
-    }
+    public static func hardSwish(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, HardSwishF()) }
+    public static func tanh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: tanhf)) }
+    public static func softplus(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, SoftplusF()) }
+    public static func softsign(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, SoftsignF()) }
 
     /// Gelu with approximate "none" (erf) or "tanh".
     public static func gelu(_ c: KernelContext) throws -> [Tensor] {
         let mode = try c.string("approximate", default: "none")
         switch mode {
-        case "none":
-            return try EWKit.unary(c, grain: EWKit.costlyGrain, { x in
-                Float(0.5 * Double(x) * (1 + ewErf(Double(x) * 0.70710678118654752440)))
-            })
-        case "tanh":
-            let k: Float = 0.7978845608028654  // sqrt(2/π)
-            return try EWKit.unary(c, grain: EWKit.costlyGrain, { x in
-                0.5 * x * (1 + tanhf(k * (x + 0.044715 * x * x * x)))
-            })
-        default:
-            throw c.badAttribute("approximate", "must be 'none' or 'tanh', got '\(mode)'")
+        case "none": return try EWKit.unary(c, grain: EWKit.costlyGrain, GeluErfF())
+        case "tanh": return try EWKit.unary(c, grain: EWKit.costlyGrain, GeluTanhF())
+        default: throw c.badAttribute("approximate", "must be 'none' or 'tanh', got '\(mode)'")
         }
     }
 
-    /// Mish: x · tanh(softplus(x)).
-    public static func mish(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, { x in x * tanhf(softplusValue(x)) })
-    }
+    public static func mish(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, MishF()) }
 
     public static func thresholdedRelu(_ c: KernelContext) throws -> [Tensor] {
-        let alpha = try c.float("alpha", default: 1)
-        return try EWKit.unary(c, { $0 > alpha ? $0 : 0 })
+        try EWKit.unary(c, ThresholdedReluF(alpha: try c.float("alpha", default: 1)))
     }
 
-    /// Shrink: x+bias below -lambd, x-bias above lambd, else 0 (ints computed
-    /// in Double and truncated back).
+    /// Shrink: x+bias below -lambd, x-bias above lambd, else 0.
     public static func shrink(_ c: KernelContext) throws -> [Tensor] {
         let bias = try c.float("bias", default: 0), lambd = try c.float("lambd", default: 0.5)
         let dt = try c.input(0).dtype
-        let b = Double(bias), l = Double(lambd)
-        return try EWKit.unary(c, { x in x < -lambd ? x + bias : (x > lambd ? x - bias : 0) }, int: { v in
-            let x = EWKit.doubleOf(v, dt)
-            return EWKit.truncatedInt(x < -l ? x + b : (x > l ? x - b : 0))
-        })
+        return try EWKit.unary(c, ShrinkF(bias: bias, lambd: lambd),
+                               int: ShrinkI(bias: Double(bias), lambd: Double(lambd), dtype: dt))
     }
 
     // MARK: Clip
@@ -147,29 +183,20 @@ public enum ActivationKernels {
         case .float(let v):
             let lo = try c.optionalScalar(1) ?? -.infinity
             let hi = try c.optionalScalar(2) ?? .infinity
-            let r = EWKit.map1(v, threads: c.threads, grain: EWKit.cheapGrain) { a -> Float in
-                let m = a < lo ? lo : a
-                return m > hi ? hi : m
-            }
-            return [EWKit.floatTensor(r, x.shape, x.dtype)]
+            return [EWKit.floatTensor(EWKit.map1(v, threads: c.threads, grain: EWKit.cheapGrain, ClipF(lo: lo, hi: hi)), x.shape, x.dtype)]
         case .int(let v):
             let range = EWKit.intRange(x.dtype)
             func bound(_ i: Int, _ d: Int64) throws -> Int64 {
                 guard let t = c.optionalInput(i) else { return d }
                 switch t.storage {
-                case .int(let a): return a[0]
-                case .float(let a): return EWKit.truncatedInt(a[0])
+                case .int(let a): return a.first ?? d
+                case .float(let a): return a.first.map { EWKit.truncatedInt($0) } ?? d
                 case .bool: throw c.fail("input \(i) must be numeric")
                 }
             }
             let flip = EWKit.orderFlip(x.dtype)
-            let lo = try bound(1, range.min) ^ flip, hi = try bound(2, range.max) ^ flip
-            let r = EWKit.map1(v, threads: c.threads, grain: EWKit.cheapGrain) { a -> Int64 in
-                let s = a ^ flip
-                let m = s < lo ? lo : s
-                return (m > hi ? hi : m) ^ flip
-            }
-            return [Tensor(dtype: x.dtype, shape: x.shape, storage: .int(r))]
+            let op = ClipI(lo: try bound(1, range.min) ^ flip, hi: try bound(2, range.max) ^ flip, flip: flip)
+            return [Tensor(dtype: x.dtype, shape: x.shape, storage: .int(EWKit.map1(v, threads: c.threads, grain: EWKit.cheapGrain, op)))]
         case .bool:
             throw c.fail("input must be numeric, got bool")
         }
@@ -191,7 +218,7 @@ public enum ActivationKernels {
     public static func hardmax(_ c: KernelContext) throws -> [Tensor] { try softmaxFamily(c, .hardmax) }
 
     /// Softmax / LogSoftmax / Hardmax along one axis (opset-13 meaning).
-    /// Softmax subtracts the maximum first; LogSoftmax is x - max - log Σ e^(x-max);
+    /// Softmax subtracts the maximum first; LogSoftmax is (x - max) - log Σ e^(x-max);
     /// Hardmax marks the first maximum with 1.
     static func softmaxFamily(_ c: KernelContext, _ kind: SoftmaxKind) throws -> [Tensor] {
         let (t, x) = try c.floatInput(0)
@@ -200,18 +227,30 @@ public enum ActivationKernels {
         let (outer, len, inner) = split(shape, axis)
         let n = x.count
         if n == 0 { return [t] }
-        let work = outer * inner
-        let grain = Swift.max(1, EWKit.costlyGrain / Swift.max(len, 1))
         var out = [Float](repeating: 0, count: n)
+        let block = len * inner
+        let grain = Swift.max(1, EWKit.costlyGrain / Swift.max(block, 1))
         x.withUnsafeBufferPointer { xb in
             out.withUnsafeMutableBufferPointer { ob in
                 guard let xp = xb.baseAddress, let op = ob.baseAddress else { return }
                 let o = SendablePointer(op)
-                // Work items are (outer, inner) columns; a column's elements are `inner` apart.
-                parallelChunks(work, threads: c.threads, minChunk: grain) { range in
-                    for w in range {
-                        let base = (w / inner) * len * inner + (w % inner)
-                        column(xp + base, o.p + base, len, inner, kind)
+                parallelChunks(outer, threads: c.threads, minChunk: grain) { range in
+                    if kind == .hardmax {
+                        for b in range {
+                            for k in 0..<inner { hardmaxColumn(xp + b * block + k, o.p + b * block + k, len, inner) }
+                        }
+                    } else if inner == 1 {
+                        for b in range { softmaxRow(xp + b * len, o.p + b * len, len, log: kind == .logSoftmax) }
+                    } else {
+                        var m = [Float](repeating: 0, count: inner), s = [Float](repeating: 0, count: inner)
+                        m.withUnsafeMutableBufferPointer { mb in
+                            s.withUnsafeMutableBufferPointer { sb in
+                                guard let mp = mb.baseAddress, let sp = sb.baseAddress else { return }
+                                for b in range {
+                                    softmaxBlock(xp + b * block, o.p + b * block, len, inner, log: kind == .logSoftmax, mp, sp)
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -219,35 +258,71 @@ public enum ActivationKernels {
         return [EWKit.floatTensor(out, t.shape, t.dtype)]
     }
 
-    /// One softmax column of `len` elements spaced `step` apart.
+    /// Softmax of one contiguous row; the sum uses eight interleaved partial
+    /// sums (a fixed order, so results do not depend on threading).
     @inline(__always)
-    static func column(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, _ step: Int,
-                       _ kind: SoftmaxKind) {
+    static func softmaxRow(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, log: Bool) {
+        var m = -Float.infinity
+        for j in 0..<len where x[j] > m { m = x[j] }
+        let shift = m.isFinite ? m : 0
+        for j in 0..<len { y[j] = EWKit.fastExp(x[j] - shift) }
+        var acc = (Float(0), Float(0), Float(0), Float(0), Float(0), Float(0), Float(0), Float(0))
+        var j = 0
+        while j + 8 <= len {
+            acc.0 += y[j]; acc.1 += y[j + 1]; acc.2 += y[j + 2]; acc.3 += y[j + 3]
+            acc.4 += y[j + 4]; acc.5 += y[j + 5]; acc.6 += y[j + 6]; acc.7 += y[j + 7]
+            j += 8
+        }
+        var s = ((acc.0 + acc.1) + (acc.2 + acc.3)) + ((acc.4 + acc.5) + (acc.6 + acc.7))
+        while j < len { s += y[j]; j += 1 }
+        if log {
+            let ls = logf(s)
+            for k in 0..<len { y[k] = (x[k] - shift) - ls }
+        } else {
+            for k in 0..<len { y[k] = y[k] / s }
+        }
+    }
+
+    /// Softmax over the middle axis of a [len, inner] block: every inner
+    /// position is its own softmax, computed with contiguous inner loops.
+    @inline(__always)
+    static func softmaxBlock(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, _ inner: Int,
+                             log: Bool, _ m: UnsafeMutablePointer<Float>, _ s: UnsafeMutablePointer<Float>) {
+        for k in 0..<inner { m[k] = -.infinity; s[k] = 0 }
+        for l in 0..<len {
+            let row = x + l * inner
+            for k in 0..<inner where row[k] > m[k] { m[k] = row[k] }
+        }
+        for k in 0..<inner where !m[k].isFinite { m[k] = 0 }
+        for l in 0..<len {
+            let row = x + l * inner, out = y + l * inner
+            for k in 0..<inner {
+                let e = EWKit.fastExp(row[k] - m[k])
+                out[k] = e
+                s[k] += e
+            }
+        }
+        if log {
+            for k in 0..<inner { s[k] = logf(s[k]) }
+            for l in 0..<len {
+                let row = x + l * inner, out = y + l * inner
+                for k in 0..<inner { out[k] = (row[k] - m[k]) - s[k] }
+            }
+        } else {
+            for l in 0..<len {
+                let out = y + l * inner
+                for k in 0..<inner { out[k] = out[k] / s[k] }
+            }
+        }
+    }
+
+    /// Hardmax of one column of `len` elements spaced `step` apart: 1 at the first maximum.
+    @inline(__always)
+    static func hardmaxColumn(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, _ step: Int) {
         guard len > 0 else { return }
         var m = x[0]
         var arg = 0
-        for j in 1..<Swift.max(len, 1) {
-            let v = x[j * step]
-            if v > m { m = v; arg = j }
-        }
-        switch kind {
-        case .hardmax:
-            for j in 0..<len { y[j * step] = j == arg ? 1 : 0 }
-        case .softmax:
-            let shift = m.isFinite ? m : 0
-            var s: Float = 0
-            for j in 0..<len {
-                let e = expf(x[j * step] - shift)
-                y[j * step] = e
-                s += e
-            }
-            for j in 0..<len { y[j * step] /= s }
-        case .logSoftmax:
-            let shift = m.isFinite ? m : 0
-            var s: Float = 0
-            for j in 0..<len { s += expf(x[j * step] - shift) }
-            let ls = logf(s)
-            for j in 0..<len { y[j * step] = (x[j * step] - shift) - ls }
-        }
+        for j in 1..<Swift.max(len, 1) where x[j * step] > m { m = x[j * step]; arg = j }
+        for j in 0..<len { y[j * step] = j == arg ? 1 : 0 }
     }
 }

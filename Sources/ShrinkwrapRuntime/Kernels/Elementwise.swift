@@ -15,9 +15,40 @@ import Darwin
 enum EWKit {
     /// Minimum elements per parallel chunk for a cheap per-element op
     /// (add, relu): below this, threading costs more than it saves.
-    static let cheapGrain = 1 << 16
+    static let cheapGrain = 1 << 18
     /// Minimum elements per parallel chunk for a costly op (exp, erf, pow).
-    static let costlyGrain = 1 << 13
+    static let costlyGrain = 1 << 14
+
+    // MARK: fast exp
+
+    /// e^x for x ≤ 88, branch-free so loops over it vectorize; relative error
+    /// about 2·10⁻⁷ (a couple of float ulps). Below -87.33 (where e^x leaves
+    /// the normal range) it returns 0; NaN stays NaN. Used where exp is the
+    /// hot spot (Sigmoid, Softmax); the Exp op itself uses libm.
+    ///
+    /// Method: e^x = 2^n · e^r with n = round(x / ln 2) and r = x - n·ln 2
+    /// (ln 2 split in two parts so r is exact), |r| ≤ ln2/2, e^r by its
+    /// degree-7 Taylor polynomial (truncation error < 6·10⁻⁹), 2^n built in
+    /// the exponent bits. Adding 1.5·2²³ rounds x/ln2 to an integer held in
+    /// the low mantissa bits, which avoids a trapping Float→Int conversion.
+    @inline(__always)
+    static func fastExp(_ x: Float) -> Float {
+        let xc = Swift.min(Swift.max(x, -87.33654), 88.0)
+        let magic: Float = 12582912  // 1.5 · 2^23
+        let t = xc * 1.44269504088896341 + magic
+        let n = t - magic
+        let r = (xc - n * 0.693359375) + n * 2.12194440e-4
+        var p: Float = 1.0 / 5040
+        p = p * r + 1.0 / 720
+        p = p * r + 1.0 / 120
+        p = p * r + 1.0 / 24
+        p = p * r + 1.0 / 6
+        p = p * r + 0.5
+        p = p * r + 1
+        p = p * r + 1
+        let scale = Float(bitPattern: (t.bitPattern &- 0x4B40_0000 &+ 127) &<< 23)
+        return x < -87.33654 ? 0 : p * scale
+    }
 
     // MARK: dtype finishing
 
@@ -218,33 +249,39 @@ enum EWKit {
 
     // MARK: mapping loops
 
-    /// `f` over every element (same shape in and out), chunked over threads.
+    // The per-element function is a value of a concrete functor type (see
+    // EWUnaryOp & co.), not a closure: a closure called from the chunks that
+    // `parallelChunks` hands to other threads is not inlined (an indirect
+    // call per element, ~25× slower), while a functor's type makes the
+    // specialized loop inline and vectorize on every path.
+
+    /// `op` over every element (same shape in and out), chunked over threads.
     @inline(__always)
-    static func map1<A, R>(_ a: [A], threads: Int, grain: Int, _ f: (A) -> R) -> [R] {
+    static func map1<Op: EWUnaryOp>(_ a: [Op.A], threads: Int, grain: Int, _ op: Op) -> [Op.R] {
         let n = a.count
         if n == 0 { return [] }
         return a.withUnsafeBufferPointer { ap in
-            [R](unsafeUninitializedCapacity: n) { out, count in
+            [Op.R](unsafeUninitializedCapacity: n) { out, count in
                 let o = SendablePointer(out.baseAddress!)
                 let x = ap.baseAddress!
                 parallelChunks(n, threads: threads, minChunk: grain) { r in
-                    for i in r { (o.p + i).initialize(to: f(x[i])) }
+                    for i in r { (o.p + i).initialize(to: op(x[i])) }
                 }
                 count = n
             }
         }
     }
 
-    /// `f(a, b)` with broadcasting per `p`, chunked over threads; the inner
+    /// `op(a, b)` with broadcasting per `p`, chunked over threads; the inner
     /// loop is specialized for same-shape, scalar and broadcast-row operands.
     @inline(__always)
-    static func map2<A, B, R>(_ a: [A], _ b: [B], _ p: Plan, threads: Int, grain: Int, _ f: (A, B) -> R) -> [R] {
+    static func map2<Op: EWBinaryOp>(_ a: [Op.A], _ b: [Op.B], _ p: Plan, threads: Int, grain: Int, _ op: Op) -> [Op.R] {
         let n = p.count
         if n == 0 { return [] }
         let sa = p.s0[p.dims.count - 1], sb = p.s1[p.dims.count - 1]
         return a.withUnsafeBufferPointer { ap in
             b.withUnsafeBufferPointer { bp in
-                [R](unsafeUninitializedCapacity: n) { out, count in
+                [Op.R](unsafeUninitializedCapacity: n) { out, count in
                     let o = SendablePointer(out.baseAddress!)
                     let pa = ap.baseAddress!, pb = bp.baseAddress!
                     parallelChunks(n, threads: threads, minChunk: grain) { range in
@@ -252,15 +289,15 @@ enum EWKit {
                             let y = o.p + start
                             let xa = pa + ia, xb = pb + ib
                             if sa == 1 && sb == 1 {
-                                for j in 0..<len { (y + j).initialize(to: f(xa[j], xb[j])) }
+                                for j in 0..<len { (y + j).initialize(to: op(xa[j], xb[j])) }
                             } else if sa == 1 && sb == 0 {
                                 let v = xb[0]
-                                for j in 0..<len { (y + j).initialize(to: f(xa[j], v)) }
+                                for j in 0..<len { (y + j).initialize(to: op(xa[j], v)) }
                             } else if sa == 0 && sb == 1 {
                                 let u = xa[0]
-                                for j in 0..<len { (y + j).initialize(to: f(u, xb[j])) }
+                                for j in 0..<len { (y + j).initialize(to: op(u, xb[j])) }
                             } else {
-                                for j in 0..<len { (y + j).initialize(to: f(xa[j * sa], xb[j * sb])) }
+                                for j in 0..<len { (y + j).initialize(to: op(xa[j * sa], xb[j * sb])) }
                             }
                         }
                     }
@@ -270,10 +307,10 @@ enum EWKit {
         }
     }
 
-    /// `f(a, b, c)` with broadcasting per `p` (Where, Clip with tensors).
+    /// `op(a, b, c)` with broadcasting per `p` (Where).
     @inline(__always)
-    static func map3<A, B, C, R>(_ a: [A], _ b: [B], _ c: [C], _ p: Plan, threads: Int, grain: Int,
-                                 _ f: (A, B, C) -> R) -> [R] {
+    static func map3<Op: EWTernaryOp>(_ a: [Op.A], _ b: [Op.B], _ c: [Op.C], _ p: Plan, threads: Int, grain: Int,
+                                      _ op: Op) -> [Op.R] {
         let n = p.count
         if n == 0 { return [] }
         let r = p.dims.count - 1
@@ -281,7 +318,7 @@ enum EWKit {
         return a.withUnsafeBufferPointer { ap in
             b.withUnsafeBufferPointer { bp in
                 c.withUnsafeBufferPointer { cp in
-                    [R](unsafeUninitializedCapacity: n) { out, count in
+                    [Op.R](unsafeUninitializedCapacity: n) { out, count in
                         let o = SendablePointer(out.baseAddress!)
                         let pa = ap.baseAddress!, pb = bp.baseAddress!, pc = cp.baseAddress!
                         parallelChunks(n, threads: threads, minChunk: grain) { range in
@@ -289,11 +326,11 @@ enum EWKit {
                                 let y = o.p + start
                                 if sa == 1 && sb == 1 && sc == 1 {
                                     let xa = pa + ia, xb = pb + ib, xc = pc + ic
-                                    for j in 0..<len { (y + j).initialize(to: f(xa[j], xb[j], xc[j])) }
+                                    for j in 0..<len { (y + j).initialize(to: op(xa[j], xb[j], xc[j])) }
                                 } else {
                                     var ja = ia, jb = ib, jc = ic
                                     for j in 0..<len {
-                                        (y + j).initialize(to: f(pa[ja], pb[jb], pc[jc]))
+                                        (y + j).initialize(to: op(pa[ja], pb[jb], pc[jc]))
                                         ja += sa; jb += sb; jc += sc
                                     }
                                 }
@@ -308,17 +345,24 @@ enum EWKit {
 
     // MARK: kernel builders
 
-    /// A unary op on floats (and, when `int` is given, on integers; integer
-    /// results are wrapped into the input dtype).
+    /// A unary op on floats only.
     @inline(__always)
-    static func unary(_ c: KernelContext, grain: Int = cheapGrain, _ f: (Float) -> Float,
-                      int g: ((Int64) -> Int64)? = nil) throws -> [Tensor] {
+    static func unary<F: EWUnaryOp>(_ c: KernelContext, grain: Int = cheapGrain, _ f: F) throws -> [Tensor]
+    where F.A == Float, F.R == Float {
+        let t = try c.input(0)
+        guard let x = t.floats else { throw c.fail("input must be floating point, got \(t.dtype)") }
+        return [floatTensor(map1(x, threads: c.threads, grain: grain, f), t.shape, t.dtype)]
+    }
+
+    /// A unary op on floats and integers (integer results wrapped into the input dtype).
+    @inline(__always)
+    static func unary<F: EWUnaryOp, I: EWUnaryOp>(_ c: KernelContext, grain: Int = cheapGrain, _ f: F, int g: I) throws -> [Tensor]
+    where F.A == Float, F.R == Float, I.A == Int64, I.R == Int64 {
         let t = try c.input(0)
         switch t.storage {
         case .float(let x):
             return [floatTensor(map1(x, threads: c.threads, grain: grain, f), t.shape, t.dtype)]
         case .int(let x):
-            guard let g else { throw c.fail("input must be floating point, got \(t.dtype)") }
             return [intTensor(map1(x, threads: c.threads, grain: cheapGrain, g), t.shape, t.dtype)]
         case .bool:
             throw c.fail("input must be numeric, got bool")
@@ -328,8 +372,8 @@ enum EWKit {
     /// A binary op with broadcasting on floats and integers: the two inputs
     /// must share a storage class; the result has input 0's dtype.
     @inline(__always)
-    static func binary(_ c: KernelContext, grain: Int = cheapGrain, _ f: (Float, Float) -> Float,
-                       int g: (Int64, Int64) -> Int64) throws -> [Tensor] {
+    static func binary<F: EWBinaryOp, I: EWBinaryOp>(_ c: KernelContext, grain: Int = cheapGrain, _ f: F, int g: I) throws -> [Tensor]
+    where F.A == Float, F.B == Float, F.R == Float, I.A == Int64, I.B == Int64, I.R == Int64 {
         let a = try c.input(0), b = try c.input(1)
         let p = try plan(c, [a.shape, b.shape])
         switch (a.storage, b.storage) {
@@ -342,10 +386,11 @@ enum EWKit {
         }
     }
 
-    /// Folds `inputs` left to right with a broadcasting binary op.
+    /// Folds the inputs left to right with a broadcasting binary op; returns
+    /// the unrounded result and the number of inputs.
     @inline(__always)
-    static func variadic(_ c: KernelContext, _ f: (Float, Float) -> Float,
-                         int g: (Int64, Int64) -> Int64) throws -> (Tensor, Int) {
+    static func variadic<F: EWBinaryOp, I: EWBinaryOp>(_ c: KernelContext, _ f: F, int g: I) throws -> (Tensor, Int)
+    where F.A == Float, F.B == Float, F.R == Float, I.A == Int64, I.B == Int64, I.R == Int64 {
         var present: [Tensor] = []
         for case let t? in c.inputs { present.append(t) }
         guard let first = present.first else { throw c.fail("needs at least one input") }
@@ -373,36 +418,181 @@ enum EWKit {
     }
 }
 
+// MARK: - Functor protocols
+
+/// A per-element function of one value, as a concrete type (see `EWKit.map1`).
+protocol EWUnaryOp {
+    associatedtype A
+    associatedtype R
+    func callAsFunction(_ a: A) -> R
+}
+
+/// A per-element function of two values (see `EWKit.map2`).
+protocol EWBinaryOp {
+    associatedtype A
+    associatedtype B
+    associatedtype R
+    func callAsFunction(_ a: A, _ b: B) -> R
+}
+
+/// A per-element function of three values (see `EWKit.map3`).
+protocol EWTernaryOp {
+    associatedtype A
+    associatedtype B
+    associatedtype C
+    associatedtype R
+    func callAsFunction(_ a: A, _ b: B, _ c: C) -> R
+}
+
+/// A libm-style float function held by pointer (sin, tanh, …): one call per element.
+struct EWLibm: EWUnaryOp {
+    let fn: @convention(c) (Float) -> Float
+    @inline(__always) func callAsFunction(_ a: Float) -> Float { fn(a) }
+}
+
+/// The identity (used where a dtype needs no work, e.g. Abs of unsigned).
+struct EWIdentity<T>: EWUnaryOp {
+    @inline(__always) func callAsFunction(_ a: T) -> T { a }
+}
+
+/// Element functors of the arithmetic kernels.
+enum EWOps {
+    struct AddF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { a + b } }
+    struct SubF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { a - b } }
+    struct MulF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { a * b } }
+    struct DivF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { a / b } }
+    struct PowF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { powf(a, b) } }
+    struct FmodF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { fmodf(a, b) } }
+    /// numpy `mod`: the remainder (and a zero remainder) takes the divisor's sign.
+    struct ModF: EWBinaryOp {
+        @inline(__always) func callAsFunction(_ x: Float, _ y: Float) -> Float {
+            var m = fmodf(x, y)
+            if y == 0 || m.isNaN { return m }
+            if m != 0 {
+                if (y < 0) != (m < 0) { m += y }
+            } else {
+                m = y < 0 ? -0.0 : 0.0
+            }
+            return m
+        }
+    }
+    /// numpy `maximum` / `minimum`: NaN propagates.
+    struct MaxF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { (a.isNaN || a >= b) ? a : b } }
+    struct MinF: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Float, _ b: Float) -> Float { (a.isNaN || a <= b) ? a : b } }
+
+    struct AddI: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { a &+ b } }
+    struct SubI: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { a &- b } }
+    struct MulI: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { a &* b } }
+    /// Truncating division (divisors are checked for zero beforehand; Int64.min / -1 wraps).
+    struct DivI: EWBinaryOp {
+        @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { b == 0 ? 0 : a.dividedReportingOverflow(by: b).partialValue }
+    }
+    struct DivU64: EWBinaryOp {
+        @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 {
+            b == 0 ? 0 : Int64(bitPattern: UInt64(bitPattern: a) / UInt64(bitPattern: b))
+        }
+    }
+    struct ModU64: EWBinaryOp {
+        @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 {
+            b == 0 ? 0 : Int64(bitPattern: UInt64(bitPattern: a) % UInt64(bitPattern: b))
+        }
+    }
+    /// C remainder (sign of the dividend).
+    struct FmodI: EWBinaryOp {
+        @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { b == 0 ? 0 : a.remainderReportingOverflow(dividingBy: b).partialValue }
+    }
+    /// Floor remainder (sign of the divisor).
+    struct ModI: EWBinaryOp {
+        @inline(__always) func callAsFunction(_ x: Int64, _ y: Int64) -> Int64 {
+            if y == 0 { return 0 }
+            let m = x.remainderReportingOverflow(dividingBy: y).partialValue
+            return (m != 0 && ((m < 0) != (y < 0))) ? m &+ y : m
+        }
+    }
+    /// Max / min of integers; `flip` = Int64.min makes uint64 bit patterns compare unsigned.
+    struct MaxI: EWBinaryOp {
+        let flip: Int64
+        @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { (a ^ flip) >= (b ^ flip) ? a : b }
+    }
+    struct MinI: EWBinaryOp {
+        let flip: Int64
+        @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { (a ^ flip) <= (b ^ flip) ? a : b }
+    }
+    /// Integer power by squaring with wrapping; negative exponents give the
+    /// truncated value of 1/x^n (0 unless |x| = 1).
+    struct PowI: EWBinaryOp {
+        @inline(__always) func callAsFunction(_ x: Int64, _ e: Int64) -> Int64 {
+            if e < 0 {
+                if x == 1 { return 1 }
+                if x == -1 { return e & 1 == 0 ? 1 : -1 }
+                return 0
+            }
+            var result: Int64 = 1, base = x, n = e
+            while n > 0 {
+                if n & 1 == 1 { result = result &* base }
+                base = base &* base
+                n >>= 1
+            }
+            return result
+        }
+    }
+    /// Integer base, float exponent: computed in Double, truncated.
+    struct PowIF: EWBinaryOp {
+        let dtype: DType
+        @inline(__always) func callAsFunction(_ x: Int64, _ e: Float) -> Int64 {
+            EWKit.truncatedInt(ewPow(EWKit.doubleOf(x, dtype), Double(e)))
+        }
+    }
+
+    struct Square: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { a * a } }
+    /// x^0.5 (pow semantics: -0 → +0, -inf → +inf).
+    struct PowHalf: EWUnaryOp {
+        @inline(__always) func callAsFunction(_ a: Float) -> Float { a == -.infinity ? .infinity : a.squareRoot() + 0 }
+    }
+    struct DivBy: EWUnaryOp {
+        let d: Float
+        @inline(__always) func callAsFunction(_ a: Float) -> Float { a / d }
+    }
+
+    struct NegF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { -a } }
+    struct AbsF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { Swift.abs(a) } }
+    struct SignF: EWUnaryOp {
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x > 0 ? 1 : (x < 0 ? -1 : (x.isNaN ? x : 0)) }
+    }
+    struct NegI: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Int64) -> Int64 { 0 &- a } }
+    struct AbsI: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Int64) -> Int64 { a < 0 ? 0 &- a : a } }
+    struct SignI: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Int64) -> Int64 { a > 0 ? 1 : (a < 0 ? -1 : 0) } }
+    struct SignU64: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Int64) -> Int64 { a == 0 ? 0 : 1 } }
+    struct SqrtF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { a.squareRoot() } }
+    struct RecipF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { 1 / a } }
+    /// erf in double precision, rounded once.
+    struct ErfF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { Float(ewErf(Double(a))) } }
+    struct FloorF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { a.rounded(.down) } }
+    struct CeilF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { a.rounded(.up) } }
+    struct RoundF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Float { a.rounded(.toNearestOrEven) } }
+    struct IsNaNF: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Float) -> Bool { a.isNaN } }
+    struct IsInfF: EWUnaryOp {
+        let pos: Bool, neg: Bool
+        @inline(__always) func callAsFunction(_ v: Float) -> Bool { (pos && v == .infinity) || (neg && v == -.infinity) }
+    }
+}
+
 // MARK: - Kernels
 
 /// Elementwise arithmetic, unary math and Cast kernels.
 public enum ElementwiseKernels {
     // MARK: binary
 
-    public static func add(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.binary(c, { $0 + $1 }, int: { $0 &+ $1 })
-    }
-
-    public static func sub(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.binary(c, { $0 - $1 }, int: { $0 &- $1 })
-    }
-
-    public static func mul(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.binary(c, { $0 * $1 }, int: { $0 &* $1 })
-    }
+    public static func add(_ c: KernelContext) throws -> [Tensor] { try EWKit.binary(c, EWOps.AddF(), int: EWOps.AddI()) }
+    public static func sub(_ c: KernelContext) throws -> [Tensor] { try EWKit.binary(c, EWOps.SubF(), int: EWOps.SubI()) }
+    public static func mul(_ c: KernelContext) throws -> [Tensor] { try EWKit.binary(c, EWOps.MulF(), int: EWOps.MulI()) }
 
     /// Div: float division; integer division truncates toward zero (like C).
     public static func div(_ c: KernelContext) throws -> [Tensor] {
         let a = try c.input(0), b = try c.input(1)
         if a.ints != nil { try EWKit.checkNoZero(c, b) }
-        if a.dtype == .uint64 {
-            return try EWKit.binary(c, { $0 / $1 }, int: { x, y in
-                Int64(bitPattern: UInt64(bitPattern: x) / UInt64(bitPattern: y))
-            })
-        }
-        return try EWKit.binary(c, { $0 / $1 }, int: { x, y in
-            y == 0 ? 0 : x.dividedReportingOverflow(by: y).partialValue
-        })
+        if a.dtype == .uint64 { return try EWKit.binary(c, EWOps.DivF(), int: EWOps.DivU64()) }
+        return try EWKit.binary(c, EWOps.DivF(), int: EWOps.DivI())
     }
 
     /// Mod: fmod=0 takes the divisor's sign (Python/numpy `mod`); fmod=1 the
@@ -413,65 +603,36 @@ public enum ElementwiseKernels {
         let a = try c.input(0), b = try c.input(1)
         if a.ints != nil { try EWKit.checkNoZero(c, b) }
         if a.dtype == .uint64 {
-            return try EWKit.binary(c, { fmodf($0, $1) }, int: { x, y in
-                Int64(bitPattern: UInt64(bitPattern: x) % UInt64(bitPattern: y))
-            })
+            return try EWKit.binary(c, grain: EWKit.costlyGrain, EWOps.FmodF(), int: EWOps.ModU64())
         }
-        if fmodAttr == 1 {
-            return try EWKit.binary(c, { fmodf($0, $1) }, int: { x, y in
-                y == 0 ? 0 : x.remainderReportingOverflow(dividingBy: y).partialValue
-            })
-        }
-        return try EWKit.binary(c, { x, y in
-            // numpy's divmod: the remainder takes the divisor's sign; a zero
-            // remainder gets the divisor's sign too.
-            var m = fmodf(x, y)
-            if y == 0 || m.isNaN { return m }
-            if m != 0 {
-                if (y < 0) != (m < 0) { m += y }
-            } else {
-                m = y < 0 ? -0.0 : 0.0
-            }
-            return m
-        }, int: { x, y in
-            if y == 0 { return 0 }
-            var m = x.remainderReportingOverflow(dividingBy: y).partialValue
-            if m != 0 && ((m < 0) != (y < 0)) { m = m &+ y }
-            return m
-        })
+        if fmodAttr == 1 { return try EWKit.binary(c, grain: EWKit.costlyGrain, EWOps.FmodF(), int: EWOps.FmodI()) }
+        return try EWKit.binary(c, grain: EWKit.costlyGrain, EWOps.ModF(), int: EWOps.ModI())
     }
 
     /// Pow: the result has X's type; the exponent may be of another type.
     public static func pow(_ c: KernelContext) throws -> [Tensor] {
         let a = try c.input(0), b = try c.input(1)
         let p = try EWKit.plan(c, [a.shape, b.shape])
+        let th = c.threads
         switch a.storage {
         case .float(let x):
             let y = EWKit.asFloats(b)
-            if y.count == 1 {
+            if y.count == 1 && p.shape == a.shape {
                 // Fast paths for the common constant exponents (LayerNorm's x²).
                 let e = y[0]
-                if e == 2 { return [EWKit.floatTensor(EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain) { $0 * $0 }, p.shape, a.dtype)] }
+                if e == 2 { return [EWKit.floatTensor(EWKit.map1(x, threads: th, grain: EWKit.cheapGrain, EWOps.Square()), p.shape, a.dtype)] }
                 if e == 1 { return [EWKit.floatTensor(x, p.shape, a.dtype)] }
-                if e == 0.5 {
-                    return [EWKit.floatTensor(EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain) { v in
-                        v == -.infinity ? .infinity : v.squareRoot() + 0
-                    }, p.shape, a.dtype)]
-                }
+                if e == 0.5 { return [EWKit.floatTensor(EWKit.map1(x, threads: th, grain: EWKit.cheapGrain, EWOps.PowHalf()), p.shape, a.dtype)] }
             }
-            let r = EWKit.map2(x, y, p, threads: c.threads, grain: EWKit.costlyGrain) { u, v in powf(u, v) }
+            let r = EWKit.map2(x, y, p, threads: th, grain: EWKit.costlyGrain, EWOps.PowF())
             return [EWKit.floatTensor(r, p.shape, a.dtype)]
         case .int(let x):
-            let dt = a.dtype
             switch b.storage {
             case .int(let y):
-                let r = EWKit.map2(x, y, p, threads: c.threads, grain: EWKit.cheapGrain) { u, v in intPow(u, v) }
-                return [EWKit.intTensor(r, p.shape, dt)]
+                return [EWKit.intTensor(EWKit.map2(x, y, p, threads: th, grain: EWKit.cheapGrain, EWOps.PowI()), p.shape, a.dtype)]
             case .float(let y):
-                let r = EWKit.map2(x, y, p, threads: c.threads, grain: EWKit.costlyGrain) { u, v in
-                    EWKit.truncatedInt(ewPow(EWKit.doubleOf(u, dt), Double(v)))
-                }
-                return [EWKit.intTensor(r, p.shape, dt)]
+                let r = EWKit.map2(x, y, p, threads: th, grain: EWKit.costlyGrain, EWOps.PowIF(dtype: a.dtype))
+                return [EWKit.intTensor(r, p.shape, a.dtype)]
             case .bool:
                 throw c.fail("exponent must be numeric, got bool")
             }
@@ -480,37 +641,17 @@ public enum ElementwiseKernels {
         }
     }
 
-    /// Integer power by squaring with wrapping; negative exponents give the
-    /// truncated value of 1/x^n (0 unless |x| = 1).
-    @inline(__always)
-    static func intPow(_ x: Int64, _ e: Int64) -> Int64 {
-        if e < 0 {
-            if x == 1 { return 1 }
-            if x == -1 { return e & 1 == 0 ? 1 : -1 }
-            return 0
-        }
-        var result: Int64 = 1, base = x, n = e
-        while n > 0 {
-            if n & 1 == 1 { result = result &* base }
-            base = base &* base
-            n >>= 1
-        }
-        return result
-    }
-
     // MARK: variadic
 
     public static func sum(_ c: KernelContext) throws -> [Tensor] {
-        let (t, _) = try EWKit.variadic(c, { $0 + $1 }, int: { $0 &+ $1 })
-        return [finish(t)]
+        [finish(try EWKit.variadic(c, EWOps.AddF(), int: EWOps.AddI()).0)]
     }
 
     public static func mean(_ c: KernelContext) throws -> [Tensor] {
-        let (t, n) = try EWKit.variadic(c, { $0 + $1 }, int: { $0 &+ $1 })
+        let (t, n) = try EWKit.variadic(c, EWOps.AddF(), int: EWOps.AddI())
         switch t.storage {
         case .float(let v):
-            let d = Float(n)
-            return [EWKit.floatTensor(EWKit.map1(v, threads: c.threads, grain: EWKit.cheapGrain) { $0 / d }, t.shape, t.dtype)]
+            return [EWKit.floatTensor(EWKit.map1(v, threads: c.threads, grain: EWKit.cheapGrain, EWOps.DivBy(d: Float(n))), t.shape, t.dtype)]
         case .int(let v):
             let d = Int64(n)
             return [EWKit.intTensor(v.map { $0 / d }, t.shape, t.dtype)]
@@ -521,20 +662,14 @@ public enum ElementwiseKernels {
 
     /// Max: elementwise maximum; NaN propagates (numpy `maximum`).
     public static func max(_ c: KernelContext) throws -> [Tensor] {
-        let first = try c.input(0)
-        let flip = EWKit.orderFlip(first.dtype)
-        let (t, _) = try EWKit.variadic(c, { a, b in (a.isNaN || a >= b) ? a : b },
-                                        int: { a, b in (a ^ flip) >= (b ^ flip) ? a : b })
-        return [finish(t)]
+        let flip = EWKit.orderFlip(try c.input(0).dtype)
+        return [finish(try EWKit.variadic(c, EWOps.MaxF(), int: EWOps.MaxI(flip: flip)).0)]
     }
 
     /// Min: elementwise minimum; NaN propagates (numpy `minimum`).
     public static func min(_ c: KernelContext) throws -> [Tensor] {
-        let first = try c.input(0)
-        let flip = EWKit.orderFlip(first.dtype)
-        let (t, _) = try EWKit.variadic(c, { a, b in (a.isNaN || a <= b) ? a : b },
-                                        int: { a, b in (a ^ flip) <= (b ^ flip) ? a : b })
-        return [finish(t)]
+        let flip = EWKit.orderFlip(try c.input(0).dtype)
+        return [finish(try EWKit.variadic(c, EWOps.MinF(), int: EWOps.MinI(flip: flip)).0)]
     }
 
     /// Rounds / wraps a computed tensor to its dtype.
@@ -548,83 +683,51 @@ public enum ElementwiseKernels {
 
     // MARK: unary
 
-    public static func neg(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { -$0 }, int: { 0 &- $0 })
-    }
+    public static func neg(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.NegF(), int: EWOps.NegI()) }
 
     public static func abs(_ c: KernelContext) throws -> [Tensor] {
-        let dt = try c.input(0).dtype
-        if dt == .uint64 { return try EWKit.unary(c, { Swift.abs($0) }, int: { $0 }) }
-        return try EWKit.unary(c, { Swift.abs($0) }, int: { $0 < 0 ? 0 &- $0 : $0 })
+        if try c.input(0).dtype == .uint64 { return try EWKit.unary(c, EWOps.AbsF(), int: EWIdentity<Int64>()) }
+        return try EWKit.unary(c, EWOps.AbsF(), int: EWOps.AbsI())
     }
 
     public static func sign(_ c: KernelContext) throws -> [Tensor] {
-        let dt = try c.input(0).dtype
-        if dt == .uint64 { return try EWKit.unary(c, { _ in 0 }, int: { $0 == 0 ? 0 : 1 }) }
-        return try EWKit.unary(c, { x in x > 0 ? 1 : (x < 0 ? -1 : (x.isNaN ? x : 0)) },
-                               int: { $0 > 0 ? 1 : ($0 < 0 ? -1 : 0) })
+        if try c.input(0).dtype == .uint64 { return try EWKit.unary(c, EWOps.SignF(), int: EWOps.SignU64()) }
+        return try EWKit.unary(c, EWOps.SignF(), int: EWOps.SignI())
     }
 
-    public static func exp(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, { ewExp($0) })
-    }
-
-    public static func log(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, { ewLog($0) })
-    }
-
-    public static func sqrt(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { $0.squareRoot() })
-    }
-
-    public static func reciprocal(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { 1 / $0 })
-    }
-
+    public static func exp(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: expf)) }
+    public static func log(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: logf)) }
+    public static func sqrt(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.SqrtF()) }
+    public static func reciprocal(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.RecipF()) }
     /// Erf, evaluated in double precision and rounded once.
-    public static func erf(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, { Float(ewErf(Double($0))) })
-    }
-
-    public static func floor(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { $0.rounded(.down) })
-    }
-
-    public static func ceil(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { $0.rounded(.up) })
-    }
-
+    public static func erf(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWOps.ErfF()) }
+    public static func floor(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.FloorF()) }
+    public static func ceil(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.CeilF()) }
     /// Round: halves go to the nearest even integer.
-    public static func round(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, { $0.rounded(.toNearestOrEven) })
-    }
-
-    public static func sin(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { sinf($0) }) }
-    public static func cos(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { cosf($0) }) }
-    public static func tan(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { tanf($0) }) }
-    public static func asin(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { asinf($0) }) }
-    public static func acos(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { acosf($0) }) }
-    public static func atan(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { atanf($0) }) }
-    public static func sinh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { sinhf($0) }) }
-    public static func cosh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { coshf($0) }) }
-    public static func asinh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { asinhf($0) }) }
-    public static func acosh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { acoshf($0) }) }
-    public static func atanh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, { atanhf($0) }) }
+    public static func round(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.RoundF()) }
+    public static func sin(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: sinf)) }
+    public static func cos(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: cosf)) }
+    public static func tan(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: tanf)) }
+    public static func asin(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: asinf)) }
+    public static func acos(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: acosf)) }
+    public static func atan(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: atanf)) }
+    public static func sinh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: sinhf)) }
+    public static func cosh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: coshf)) }
+    public static func asinh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: asinhf)) }
+    public static func acosh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: acoshf)) }
+    public static func atanh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: atanhf)) }
 
     public static func isNaN(_ c: KernelContext) throws -> [Tensor] {
         let (t, x) = try c.floatInput(0)
-        return [Tensor(bools: EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain) { $0.isNaN }, shape: t.shape)]
+        return [Tensor(bools: EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain, EWOps.IsNaNF()), shape: t.shape)]
     }
 
     /// IsInf with detect_positive / detect_negative (both default 1).
     public static func isInf(_ c: KernelContext) throws -> [Tensor] {
         let (t, x) = try c.floatInput(0)
-        let pos = try c.int("detect_positive", default: 1) != 0
-        let neg = try c.int("detect_negative", default: 1) != 0
-        let r = EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain) { v in
-            (pos && v == .infinity) || (neg && v == -.infinity)
-        }
-        return [Tensor(bools: r, shape: t.shape)]
+        let op = EWOps.IsInfF(pos: try c.int("detect_positive", default: 1) != 0,
+                              neg: try c.int("detect_negative", default: 1) != 0)
+        return [Tensor(bools: EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain, op), shape: t.shape)]
     }
 
     // MARK: Cast
@@ -676,9 +779,7 @@ public enum ElementwiseKernels {
     }
 }
 
-// Free-function aliases: inside `ElementwiseKernels` the names exp, log, pow,
-// erf are the kernels themselves, so the math functions are reached through these.
-@inline(__always) func ewExp(_ x: Float) -> Float { expf(x) }
-@inline(__always) func ewLog(_ x: Float) -> Float { logf(x) }
+// Free-function aliases: inside `ElementwiseKernels` the names pow and erf are
+// the kernels themselves, so the math functions are reached through these.
 @inline(__always) func ewErf(_ x: Double) -> Double { erf(x) }
 @inline(__always) func ewPow(_ x: Double, _ y: Double) -> Double { pow(x, y) }

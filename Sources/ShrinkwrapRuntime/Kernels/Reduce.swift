@@ -69,13 +69,14 @@ public enum ReduceKernels {
 
     // MARK: core
 
-    /// Accumulates every output element: `acc = combine(acc, x)` over its
-    /// reduced elements in increasing input order, starting at `initial`.
-    /// `merge` joins two partial accumulators (used by the contiguous path,
-    /// which keeps four interleaved partials for speed).
+    /// Accumulates every output element: `acc = op.combine(acc, x)` over its
+    /// reduced elements in increasing input order, starting at `op.initial`.
+    /// `op.merge` joins two partial accumulators (used by the contiguous
+    /// path, which keeps four interleaved partials for speed).
     @inline(__always)
-    static func reduce<T>(_ x: [T], _ L: Layout, threads: Int, initial: T,
-                          _ combine: (T, T) -> T, merge: (T, T) -> T) -> [T] {
+    static func reduce<Op: EWReduceOp>(_ x: [Op.T], _ L: Layout, threads: Int, _ op: Op) -> [Op.T] {
+        typealias T = Op.T
+        let initial = op.initial
         let n = L.outCount
         if n == 0 { return [] }
         var out = [T](repeating: initial, count: n)
@@ -84,8 +85,8 @@ public enum ReduceKernels {
         let grain = Swift.max(1, EWKit.cheapGrain / R)
         x.withUnsafeBufferPointer { xb in
             out.withUnsafeMutableBufferPointer { ob in
-                guard let xp = xb.baseAddress, let op = ob.baseAddress else { return }
-                let o = SendablePointer(op)
+                guard let xp = xb.baseAddress, let ob0 = ob.baseAddress else { return }
+                let o = SendablePointer(ob0)
                 let kinds = L.isReduced
                 if kinds.last == true && kinds.dropLast().allSatisfy({ !$0 }) {
                     // [kept?, reduced]: each output reduces a contiguous run of R.
@@ -96,15 +97,15 @@ public enum ReduceKernels {
                                 var a0 = initial, a1 = initial, a2 = initial, a3 = initial
                                 var j = 0
                                 while j + 4 <= R {
-                                    a0 = combine(a0, p[j]); a1 = combine(a1, p[j + 1])
-                                    a2 = combine(a2, p[j + 2]); a3 = combine(a3, p[j + 3])
+                                    a0 = op.combine(a0, p[j]); a1 = op.combine(a1, p[j + 1])
+                                    a2 = op.combine(a2, p[j + 2]); a3 = op.combine(a3, p[j + 3])
                                     j += 4
                                 }
-                                while j < R { a0 = combine(a0, p[j]); j += 1 }
-                                o.p[i] = merge(merge(a0, a1), merge(a2, a3))
+                                while j < R { a0 = op.combine(a0, p[j]); j += 1 }
+                                o.p[i] = op.merge(op.merge(a0, a1), op.merge(a2, a3))
                             } else {
                                 var a = initial
-                                for j in 0..<R { a = combine(a, p[j]) }
+                                for j in 0..<R { a = op.combine(a, p[j]) }
                                 o.p[i] = a
                             }
                         }
@@ -123,7 +124,7 @@ public enum ReduceKernels {
                             let dst = o.p + i
                             for j in 0..<R {
                                 let row = src + j * inner
-                                for k in 0..<hi { dst[k] = combine(dst[k], row[k]) }
+                                for k in 0..<hi { dst[k] = op.combine(dst[k], row[k]) }
                             }
                             i += hi
                         }
@@ -159,7 +160,7 @@ public enum ReduceKernels {
                                 }
                                 var a = initial
                                 let p = xp + base
-                                for e in 0..<R { a = combine(a, p[ro[e]]) }
+                                for e in 0..<R { a = op.combine(a, p[ro[e]]) }
                                 o.p[i] = a
                             }
                         }
@@ -199,46 +200,104 @@ public enum ReduceKernels {
             // Max is "any", Min is "all" (the empty set gives false / true).
             guard op == .max || op == .min else { throw c.fail("bool input is only supported by ReduceMax and ReduceMin") }
             let v = x.map { $0 ? Int64(1) : 0 }
-            let r = op == .max ? reduce(v, L, threads: c.threads, initial: 0, { Swift.max($0, $1) }, merge: { Swift.max($0, $1) })
-                               : reduce(v, L, threads: c.threads, initial: 1, { Swift.min($0, $1) }, merge: { Swift.min($0, $1) })
+            let r = op == .max ? reduce(v, L, threads: c.threads, MaxI(initial: 0))
+                               : reduce(v, L, threads: c.threads, MinI(initial: 1))
             return [Tensor(bools: r.map { $0 != 0 }, shape: L.outShape)]
         }
     }
 
+    // Accumulator functors (see `EWReduceOp`).
+    struct SumF: EWReduceOp {
+        var initial: Float { 0 }
+        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { a + x }
+        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { a + b }
+    }
+    struct L1F: EWReduceOp {
+        var initial: Float { 0 }
+        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { a + Swift.abs(x) }
+        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { a + b }
+    }
+    struct SumSquareF: EWReduceOp {
+        var initial: Float { 0 }
+        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { a + x * x }
+        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { a + b }
+    }
+    struct ProdF: EWReduceOp {
+        var initial: Float { 1 }
+        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { a * x }
+        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { a * b }
+    }
+    /// NaN propagates (numpy).
+    struct MaxF: EWReduceOp {
+        var initial: Float { -.infinity }
+        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { (x > a || x.isNaN) ? x : a }
+        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { combine(a, b) }
+    }
+    struct MinF: EWReduceOp {
+        var initial: Float { .infinity }
+        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { (x < a || x.isNaN) ? x : a }
+        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { combine(a, b) }
+    }
+    /// Largest finite element (-inf when none), LogSumExp's shift.
+    struct MaxFiniteF: EWReduceOp {
+        var initial: Float { -.infinity }
+        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { (x.isFinite && x > a) ? x : a }
+        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { b > a ? b : a }
+    }
+    struct SumI: EWReduceOp {
+        var initial: Int64 { 0 }
+        @inline(__always) func combine(_ a: Int64, _ x: Int64) -> Int64 { a &+ x }
+        @inline(__always) func merge(_ a: Int64, _ b: Int64) -> Int64 { a &+ b }
+    }
+    struct L1I: EWReduceOp {
+        let unsigned: Bool
+        var initial: Int64 { 0 }
+        @inline(__always) func combine(_ a: Int64, _ x: Int64) -> Int64 { a &+ (x < 0 && !unsigned ? 0 &- x : x) }
+        @inline(__always) func merge(_ a: Int64, _ b: Int64) -> Int64 { a &+ b }
+    }
+    struct SumSquareI: EWReduceOp {
+        var initial: Int64 { 0 }
+        @inline(__always) func combine(_ a: Int64, _ x: Int64) -> Int64 { a &+ x &* x }
+        @inline(__always) func merge(_ a: Int64, _ b: Int64) -> Int64 { a &+ b }
+    }
+    struct ProdI: EWReduceOp {
+        var initial: Int64 { 1 }
+        @inline(__always) func combine(_ a: Int64, _ x: Int64) -> Int64 { a &* x }
+        @inline(__always) func merge(_ a: Int64, _ b: Int64) -> Int64 { a &* b }
+    }
+    struct MaxI: EWReduceOp {
+        let initial: Int64
+        @inline(__always) func combine(_ a: Int64, _ x: Int64) -> Int64 { Swift.max(a, x) }
+        @inline(__always) func merge(_ a: Int64, _ b: Int64) -> Int64 { Swift.max(a, b) }
+    }
+    struct MinI: EWReduceOp {
+        let initial: Int64
+        @inline(__always) func combine(_ a: Int64, _ x: Int64) -> Int64 { Swift.min(a, x) }
+        @inline(__always) func merge(_ a: Int64, _ b: Int64) -> Int64 { Swift.min(a, b) }
+    }
+    struct ExpShifted: EWBinaryOp { @inline(__always) func callAsFunction(_ v: Float, _ s: Float) -> Float { expf(v - s) } }
+
     static func reduceFloats(_ c: KernelContext, _ x: [Float], _ shape: [Int], _ L: Layout, _ op: Op) throws -> [Float] {
         let th = c.threads
-        let add: (Float, Float) -> Float = { $0 + $1 }
         switch op {
-        case .sum:
-            return reduce(x, L, threads: th, initial: 0, { $0 + $1 }, merge: { $0 + $1 })
+        case .sum: return reduce(x, L, threads: th, SumF())
         case .mean:
-            let s = reduce(x, L, threads: th, initial: 0, { $0 + $1 }, merge: { $0 + $1 })
             let d = Float(L.reduceCount)
-            return s.map { $0 / d }
-        case .max:
-            return reduce(x, L, threads: th, initial: -.infinity, { a, v in (v > a || v.isNaN) ? v : a },
-                          merge: { a, v in (v > a || v.isNaN) ? v : a })
-        case .min:
-            return reduce(x, L, threads: th, initial: .infinity, { a, v in (v < a || v.isNaN) ? v : a },
-                          merge: { a, v in (v < a || v.isNaN) ? v : a })
-        case .prod:
-            return reduce(x, L, threads: th, initial: 1, { $0 * $1 }, merge: { $0 * $1 })
-        case .l1:
-            return reduce(x, L, threads: th, initial: 0, { $0 + Swift.abs($1) }, merge: add)
-        case .l2:
-            return reduce(x, L, threads: th, initial: 0, { $0 + $1 * $1 }, merge: add).map { $0.squareRoot() }
-        case .sumSquare:
-            return reduce(x, L, threads: th, initial: 0, { $0 + $1 * $1 }, merge: add)
-        case .logSum:
-            return reduce(x, L, threads: th, initial: 0, { $0 + $1 }, merge: add).map { logf($0) }
+            return reduce(x, L, threads: th, SumF()).map { $0 / d }
+        case .max: return reduce(x, L, threads: th, MaxF())
+        case .min: return reduce(x, L, threads: th, MinF())
+        case .prod: return reduce(x, L, threads: th, ProdF())
+        case .l1: return reduce(x, L, threads: th, L1F())
+        case .l2: return reduce(x, L, threads: th, SumSquareF()).map { $0.squareRoot() }
+        case .sumSquare: return reduce(x, L, threads: th, SumSquareF())
+        case .logSum: return reduce(x, L, threads: th, SumF()).map { logf($0) }
         case .logSumExp:
             // log Σ e^(x - m) + m, with m the largest finite element (0 when none).
-            var m = reduce(x, L, threads: th, initial: -.infinity, { a, v in (v.isFinite && v > a) ? v : a },
-                           merge: { a, v in v > a ? v : a })
+            var m = reduce(x, L, threads: th, MaxFiniteF())
             for i in m.indices where !m[i].isFinite { m[i] = 0 }
             let p = EWKit.makePlan(out: shape, count: x.count, [shape, L.keepShape])
-            let e = EWKit.map2(x, m, p, threads: th, grain: EWKit.costlyGrain) { v, s in expf(v - s) }
-            let s = reduce(e, L, threads: th, initial: 0, { $0 + $1 }, merge: add)
+            let e = EWKit.map2(x, m, p, threads: th, grain: EWKit.costlyGrain, ExpShifted())
+            let s = reduce(e, L, threads: th, SumF())
             var r = [Float](repeating: 0, count: s.count)
             for i in s.indices { r[i] = logf(s[i]) + m[i] }
             return r
@@ -247,12 +306,10 @@ public enum ReduceKernels {
 
     static func reduceInts(_ c: KernelContext, _ x: [Int64], _ dt: DType, _ L: Layout, _ op: Op) throws -> [Int64] {
         let th = c.threads
-        let add: (Int64, Int64) -> Int64 = { $0 &+ $1 }
         switch op {
-        case .sum:
-            return reduce(x, L, threads: th, initial: 0, { $0 &+ $1 }, merge: { $0 &+ $1 })
+        case .sum: return reduce(x, L, threads: th, SumI())
         case .mean:
-            let s = reduce(x, L, threads: th, initial: 0, { $0 &+ $1 }, merge: { $0 &+ $1 })
+            let s = reduce(x, L, threads: th, SumI())
             let d = Int64(L.reduceCount)
             if d == 0 { return s }
             if dt == .uint64 { return s.map { Int64(bitPattern: UInt64(bitPattern: $0) / UInt64(d)) } }
@@ -261,19 +318,14 @@ public enum ReduceKernels {
             let flip = EWKit.orderFlip(dt)
             let range = EWKit.intRange(dt)
             let v = flip == 0 ? x : x.map { $0 ^ flip }
-            let r = op == .max
-                ? reduce(v, L, threads: th, initial: range.min ^ flip, { Swift.max($0, $1) }, merge: { Swift.max($0, $1) })
-                : reduce(v, L, threads: th, initial: range.max ^ flip, { Swift.min($0, $1) }, merge: { Swift.min($0, $1) })
+            let r = op == .max ? reduce(v, L, threads: th, MaxI(initial: range.min ^ flip))
+                               : reduce(v, L, threads: th, MinI(initial: range.max ^ flip))
             return flip == 0 ? r : r.map { $0 ^ flip }
-        case .prod:
-            return reduce(x, L, threads: th, initial: 1, { $0 &* $1 }, merge: { $0 &* $1 })
-        case .l1:
-            return reduce(x, L, threads: th, initial: 0, { a, v in a &+ (v < 0 && dt != .uint64 ? 0 &- v : v) }, merge: add)
-        case .sumSquare:
-            return reduce(x, L, threads: th, initial: 0, { $0 &+ $1 &* $1 }, merge: add)
+        case .prod: return reduce(x, L, threads: th, ProdI())
+        case .l1: return reduce(x, L, threads: th, L1I(unsigned: dt == .uint64))
+        case .sumSquare: return reduce(x, L, threads: th, SumSquareI())
         case .l2:
-            let s = reduce(x, L, threads: th, initial: 0, { $0 &+ $1 &* $1 }, merge: add)
-            return s.map { EWKit.truncatedInt(EWKit.doubleOf($0, dt).squareRoot()) }
+            return reduce(x, L, threads: th, SumSquareI()).map { EWKit.truncatedInt(EWKit.doubleOf($0, dt).squareRoot()) }
         case .logSum, .logSumExp:
             throw c.fail("integer input is not supported (cast to a float type first)")
         }
@@ -301,36 +353,40 @@ public enum ReduceKernels {
         let r: [Int64]
         switch t.storage {
         case .float(let x):
-            // NaN counts as the extreme (numpy): the first NaN wins.
-            r = argScan(x, outer, len, inner, threads: c.threads) { v, best in
-                if best.isNaN { return false }
-                if v.isNaN { return true }
-                return max ? (last ? v >= best : v > best) : (last ? v <= best : v < best)
-            }
+            r = argScan(x, outer, len, inner, threads: c.threads, ArgF(max: max, last: last))
         case .int(let x):
-            r = intArg(x, EWKit.orderFlip(t.dtype), outer, len, inner, threads: c.threads, max: max, last: last)
+            r = argScan(x, outer, len, inner, threads: c.threads, ArgI(flip: EWKit.orderFlip(t.dtype), max: max, last: last))
         case .bool(let x):
-            let v: [Int64] = x.map { $0 ? 1 : 0 }
-            r = intArg(v, 0, outer, len, inner, threads: c.threads, max: max, last: last)
+            r = argScan(x.map { $0 ? Int64(1) : 0 }, outer, len, inner, threads: c.threads, ArgI(flip: 0, max: max, last: last))
         }
         return [Tensor(ints: r, shape: outShape)]
     }
 
-    static func intArg(_ x: [Int64], _ flip: Int64, _ outer: Int, _ len: Int, _ inner: Int, threads: Int,
-                       max: Bool, last: Bool) -> [Int64] {
-        argScan(x, outer, len, inner, threads: threads) { v, best in
-            let a: Int64 = v ^ flip
-            let b: Int64 = best ^ flip
+    /// Decides whether `v` replaces the running best. Floats: NaN counts as
+    /// the extreme (numpy), so the first NaN wins.
+    struct ArgF: EWBinaryOp {
+        let max: Bool, last: Bool
+        @inline(__always) func callAsFunction(_ v: Float, _ best: Float) -> Bool {
+            if best.isNaN { return false }
+            if v.isNaN { return true }
+            if max { return last ? v >= best : v > best }
+            return last ? v <= best : v < best
+        }
+    }
+    struct ArgI: EWBinaryOp {
+        let flip: Int64, max: Bool, last: Bool
+        @inline(__always) func callAsFunction(_ v: Int64, _ best: Int64) -> Bool {
+            let a = v ^ flip, b = best ^ flip
             if max { return last ? a >= b : a > b }
             return last ? a <= b : a < b
         }
     }
 
     /// For each (outer, inner) column, the index whose element `better`
-    /// accepts over the running best.
+    /// accepts over the running best (first element to start).
     @inline(__always)
-    static func argScan<T>(_ x: [T], _ outer: Int, _ len: Int, _ inner: Int, threads: Int,
-                           _ better: (T, T) -> Bool) -> [Int64] {
+    static func argScan<Op: EWBinaryOp>(_ x: [Op.A], _ outer: Int, _ len: Int, _ inner: Int, threads: Int,
+                                        _ better: Op) -> [Int64] where Op.B == Op.A, Op.R == Bool {
         let n = outer * inner
         var out = [Int64](repeating: 0, count: n)
         x.withUnsafeBufferPointer { xb in
@@ -353,4 +409,13 @@ public enum ReduceKernels {
         }
         return out
     }
+}
+
+/// An accumulation for `ReduceKernels.reduce`: a start value, a step and a
+/// join of two partial accumulators, as a concrete type so loops inline.
+protocol EWReduceOp {
+    associatedtype T
+    var initial: T { get }
+    func combine(_ acc: T, _ x: T) -> T
+    func merge(_ a: T, _ b: T) -> T
 }

@@ -468,9 +468,17 @@ public enum ShapeKernels {
         return [Tensor.scalar(int: Int64(x.count))]
     }
 
-    /// Dropout in inference: the input, and a mask of all true.
+    /// Dropout in inference: the input, and a mask of all true. Training mode
+    /// (input 2 true with a non-zero ratio) is random and is refused.
     public static func dropout(_ c: KernelContext) throws -> [Tensor] {
         let x = try c.input(0)
+        if let t = c.optionalInput(2) {
+            guard t.count == 1 else { throw c.fail("training_mode must be a scalar, has shape \(t.shape)") }
+            let ratio = try c.optionalScalar(1) ?? 0.5
+            if t.doubles[0] != 0 && ratio != 0 {
+                throw c.fail("training-mode Dropout (random masking) is not supported; export the model in inference mode")
+            }
+        }
         return [x, Tensor(bools: [Bool](repeating: true, count: x.count), shape: x.shape)]
     }
 
