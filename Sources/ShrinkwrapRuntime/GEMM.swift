@@ -39,15 +39,45 @@ public enum GEMM {
             return
             #else
             if let blas = OpenBLAS.shared, m < Int(Int32.max), n < Int(Int32.max), k < Int(Int32.max) {
-                blas.setThreads(threads)
-                blas.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(m), Int32(n), Int32(k), alpha,
-                           a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
+                tiled(m: m, n: n, k: k, threads: threads) { r0, rows, c0, cols in
+                    let aTile = transA ? a + r0 : a + r0 * lda
+                    let bTile = transB ? b + c0 * ldb : b + c0
+                    blas.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(rows), Int32(cols), Int32(k), alpha,
+                               aTile, Int32(lda), bTile, Int32(ldb), beta, c + r0 * ldc + c0, Int32(ldc))
+                }
                 return
             }
             #endif
         }
         portable(transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda,
                  b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, threads: threads)
+    }
+
+    /// Splits C into tiles whose boundaries depend only on the problem's size,
+    /// never on `threads`, and runs them concurrently, each with a
+    /// single-threaded BLAS call. OpenBLAS's own threading picks different
+    /// kernels (and so different rounding) for different thread counts; fixed
+    /// tiles make every element's value independent of the thread count.
+    static func tiled(m: Int, n: Int, k: Int, threads: Int,
+                      _ body: @escaping (_ row: Int, _ rows: Int, _ col: Int, _ cols: Int) -> Void) {
+        let colBlock = 256, rowBlock = 64
+        var tiles: [(Int, Int, Int, Int)] = []
+        if m * n * k < 1 << 18 {
+            tiles = [(0, m, 0, n)]
+        } else if n >= 2 * colBlock {
+            for c0 in stride(from: 0, to: n, by: colBlock) { tiles.append((0, m, c0, min(colBlock, n - c0))) }
+        } else if m >= 2 * rowBlock {
+            for r0 in stride(from: 0, to: m, by: rowBlock) { tiles.append((r0, min(rowBlock, m - r0), 0, n)) }
+        } else {
+            tiles = [(0, m, 0, n)]
+        }
+        if tiles.count == 1 || threads <= 1 {
+            for t in tiles { body(t.0, t.1, t.2, t.3) }
+            return
+        }
+        parallelChunks(tiles.count, threads: threads) { range in
+            for i in range { let t = tiles[i]; body(t.0, t.1, t.2, t.3) }
+        }
     }
 
     /// The portable kernel: rows of C split across threads; each row
@@ -106,9 +136,6 @@ final class OpenBLAS: @unchecked Sendable {
     typealias SetThreadsFn = @convention(c) (Int32) -> Void
 
     let sgemm: SgemmFn
-    private let setThreadsFn: SetThreadsFn?
-    private var currentThreads: Int32 = -1
-    private let lock = NSLockish()
 
     static let shared: OpenBLAS? = OpenBLAS()
 
@@ -121,29 +148,11 @@ final class OpenBLAS: @unchecked Sendable {
         }
         guard let h = handle, let sym = dlsym(h, "cblas_sgemm") else { return nil }
         sgemm = unsafeBitCast(sym, to: SgemmFn.self)
+        // Shrinkwrap parallelizes GEMM itself over fixed tiles (see `GEMM.tiled`),
+        // so OpenBLAS runs single-threaded.
         if let t = dlsym(h, "openblas_set_num_threads") {
-            setThreadsFn = unsafeBitCast(t, to: SetThreadsFn.self)
-        } else {
-            setThreadsFn = nil
+            unsafeBitCast(t, to: SetThreadsFn.self)(1)
         }
-    }
-
-    func setThreads(_ n: Int) {
-        let want = Int32(max(1, n))
-        lock.locked {
-            if currentThreads != want { setThreadsFn?(want); currentThreads = want }
-        }
-    }
-}
-
-/// A tiny pthread mutex (Foundation-free).
-final class NSLockish: @unchecked Sendable {
-    private var m = pthread_mutex_t()
-    init() { pthread_mutex_init(&m, nil) }
-    deinit { pthread_mutex_destroy(&m) }
-    func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(&m); defer { pthread_mutex_unlock(&m) }
-        return body()
     }
 }
 #endif

@@ -84,6 +84,11 @@ public enum KernelRegistry {
         t["Not"] = LogicKernels.not
         t["Where"] = LogicKernels.where
         t["BitShift"] = LogicKernels.bitShift
+        t["BitwiseAnd"] = LogicKernels.bitwiseAnd
+        t["BitwiseOr"] = LogicKernels.bitwiseOr
+        t["BitwiseXor"] = LogicKernels.bitwiseXor
+        t["BitwiseNot"] = LogicKernels.bitwiseNot
+        t["Swish"] = ActivationKernels.swish
         t["Relu"] = ActivationKernels.relu
         t["LeakyRelu"] = ActivationKernels.leakyRelu
         t["PRelu"] = ActivationKernels.prelu

@@ -243,6 +243,18 @@ final class ElementwiseKernelTests: XCTestCase {
         assertThrows("BitShift", [f([1], [1]), f([1], [1])], left)
     }
 
+    func testBitwise() throws {
+        // 12 & 10 = 8, -1 & 7 = 7; 12 | 3 = 15; 12 ^ 10 = 6; broadcasting a scalar.
+        XCTAssertEqual(try run1("BitwiseAnd", [i([12, -1], [2], .int8), i([10, 7], [2], .int8)]).ints, [8, 7])
+        XCTAssertEqual(try run1("BitwiseOr", [i([12, 0], [2], .int32), i([3], [], .int32)]).ints, [15, 3])
+        XCTAssertEqual(try run1("BitwiseXor", [i([12], [1], .uint16), i([10], [1], .uint16)]).ints, [6])
+        // ~5: int8 → -6, uint8 → 250, uint64 → 2^64 - 6 (bit pattern -6).
+        XCTAssertEqual(try run1("BitwiseNot", [i([5], [1], .int8)]).ints, [-6])
+        XCTAssertEqual(try run1("BitwiseNot", [i([5], [1], .uint8)]).ints, [250])
+        XCTAssertEqual(try run1("BitwiseNot", [i([5], [1], .uint64)]).ints, [-6])
+        assertThrows("BitwiseAnd", [f([1], [1]), f([1], [1])])
+    }
+
     // MARK: activations
 
     func testActivations() throws {
@@ -272,6 +284,9 @@ final class ElementwiseKernelTests: XCTestCase {
         assertThrows("Gelu", [f([1], [1])], ["approximate": .string("fast")])
         // Mish(1) = tanh(ln(1 + e)) = tanh(1.3132617) = 0.8650984.
         assertClose(try run1("Mish", [f([1, 0], [2])]), [0.8650984, 0])
+        // Swish: x·σ(αx): 1·σ(1) = 0.7310586; α=2: 1·σ(2) = 0.8807971, -1·σ(-2) = -0.1192029.
+        assertClose(try run1("Swish", [f([1, 0], [2])]), [0.7310586, 0])
+        assertClose(try run1("Swish", [f([1, -1], [2])], ["alpha": .float(2)]), [0.8807971, -0.1192029])
         // ThresholdedRelu α=1: x > 1 ? x : 0.
         assertClose(try run1("ThresholdedRelu", [f([0.5, 1, 2], [3])]), [0, 0, 2])
         // Shrink λ=1.5 bias=0.5: -2 → -1.5, 1 → 0, 2 → 1.5.
@@ -522,7 +537,8 @@ final class ElementwiseKernelTests: XCTestCase {
                    "PRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Softplus", "Softsign",
                    "Gelu", "Mish", "ThresholdedRelu", "Shrink", "Clip", "Softmax", "LogSoftmax", "Hardmax", "ReduceSum",
                    "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                   "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "Cast", "CastLike"]
+                   "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "Cast", "CastLike",
+                   "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Swish"]
         for op in ops { XCTAssertNotNil(KernelRegistry.kernels[op], op) }
     }
 }

@@ -31,6 +31,11 @@ public enum ActivationKernels {
     }
     /// 1 / (1 + e^-x); e^-x overflowing to a huge value gives 0, as it should.
     struct SigmoidF: EWUnaryOp { @inline(__always) func callAsFunction(_ x: Float) -> Float { 1 / (1 + EWKit.fastExp(-x)) } }
+    /// x · sigmoid(αx).
+    struct SwishF: EWUnaryOp {
+        let alpha: Float
+        @inline(__always) func callAsFunction(_ x: Float) -> Float { x * (1 / (1 + EWKit.fastExp(-alpha * x))) }
+    }
     struct HardSigmoidF: EWUnaryOp {
         let alpha: Float, beta: Float
         @inline(__always) func callAsFunction(_ x: Float) -> Float { Swift.max(0, Swift.min(1, alpha * x + beta)) }
@@ -135,6 +140,11 @@ public enum ActivationKernels {
 
     public static func sigmoid(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, SigmoidF()) }
 
+    /// Swish (opset 24): x · sigmoid(alpha · x), alpha default 1.
+    public static func swish(_ c: KernelContext) throws -> [Tensor] {
+        try EWKit.unary(c, grain: EWKit.costlyGrain, SwishF(alpha: try c.float("alpha", default: 1)))
+    }
+
     public static func hardSigmoid(_ c: KernelContext) throws -> [Tensor] {
         let alpha = try c.float("alpha", default: 0.2), beta = try c.float("beta", default: 0.5)
         return try EWKit.unary(c, HardSigmoidF(alpha: alpha, beta: beta))
@@ -227,6 +237,9 @@ public enum ActivationKernels {
         let (outer, len, inner) = split(shape, axis)
         let n = x.count
         if n == 0 { return [t] }
+        if kind != .hardmax && (t.dtype == .float16 || t.dtype == .bfloat16) {
+            return [lowPrecisionSoftmax(x, t, outer, len, inner, log: kind == .logSoftmax)]
+        }
         var out = [Float](repeating: 0, count: n)
         let block = len * inner
         let grain = Swift.max(1, EWKit.costlyGrain / Swift.max(block, 1))
@@ -256,6 +269,36 @@ public enum ActivationKernels {
             }
         }
         return [EWKit.floatTensor(out, t.shape, t.dtype)]
+    }
+
+    /// Softmax / LogSoftmax of float16 or bfloat16 values, rounded to the
+    /// dtype after every step as arithmetic in that type does (and as the
+    /// ONNX reference computes it): x - max, exp, the sum (float16 sums in
+    /// float32 and rounds once; bfloat16 rounds after every addition), the
+    /// division and, for LogSoftmax, the log of the rounded softmax.
+    static func lowPrecisionSoftmax(_ x: [Float], _ t: Tensor, _ outer: Int, _ len: Int, _ inner: Int, log: Bool) -> Tensor {
+        let half = t.dtype == .float16
+        func r(_ v: Float) -> Float { half ? Half.round(v) : Half.float(fromBFloatBits: Half.bfloatBits(from: v)) }
+        var out = [Float](repeating: 0, count: x.count)
+        var e = [Float](repeating: 0, count: len)
+        for b in 0..<outer {
+            for k in 0..<inner {
+                let base = b * len * inner + k
+                var m = -Float.infinity
+                for j in 0..<len where x[base + j * inner] > m { m = x[base + j * inner] }
+                var s: Float = 0
+                for j in 0..<len {
+                    e[j] = r(expf(r(x[base + j * inner] - m)))
+                    s = half ? s + e[j] : r(s + e[j])
+                }
+                s = r(s)
+                for j in 0..<len {
+                    let y = r(e[j] / s)
+                    out[base + j * inner] = log ? r(logf(y)) : y
+                }
+            }
+        }
+        return Tensor(dtype: t.dtype, shape: t.shape, storage: .float(out))
     }
 
     /// Softmax of one contiguous row; the sum uses eight interleaved partial

@@ -1,6 +1,6 @@
 import ShrinkwrapIR
 
-/// Comparisons, boolean logic, Where and BitShift (numpy broadcasting).
+/// Comparisons, boolean logic, bitwise ops, Where and BitShift (numpy broadcasting).
 public enum LogicKernels {
     // MARK: comparisons → bool
 
@@ -82,6 +82,33 @@ public enum LogicKernels {
         let t = try c.input(0)
         guard let x = t.bools else { throw c.fail("input must be bool, got \(t.dtype)") }
         return [Tensor(bools: EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain, NotOp()), shape: t.shape)]
+    }
+
+    // MARK: bitwise
+
+    struct BitAnd: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { a & b } }
+    struct BitOr: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { a | b } }
+    struct BitXor: EWBinaryOp { @inline(__always) func callAsFunction(_ a: Int64, _ b: Int64) -> Int64 { a ^ b } }
+    struct BitNot: EWUnaryOp { @inline(__always) func callAsFunction(_ a: Int64) -> Int64 { ~a } }
+
+    /// A broadcasting bitwise op on integers (values are sign-extended, so
+    /// the bits of every narrower type come out right after wrapping).
+    @inline(__always)
+    static func bitwise<Op: EWBinaryOp>(_ c: KernelContext, _ op: Op) throws -> [Tensor] where Op.A == Int64, Op.B == Int64, Op.R == Int64 {
+        let a = try c.input(0), b = try c.input(1)
+        guard let x = a.ints, let y = b.ints else { throw c.fail("inputs must be integers, got \(a.dtype) and \(b.dtype)") }
+        let p = try EWKit.plan(c, [a.shape, b.shape])
+        return [EWKit.intTensor(EWKit.map2(x, y, p, threads: c.threads, grain: EWKit.cheapGrain, op), p.shape, a.dtype)]
+    }
+
+    public static func bitwiseAnd(_ c: KernelContext) throws -> [Tensor] { try bitwise(c, BitAnd()) }
+    public static func bitwiseOr(_ c: KernelContext) throws -> [Tensor] { try bitwise(c, BitOr()) }
+    public static func bitwiseXor(_ c: KernelContext) throws -> [Tensor] { try bitwise(c, BitXor()) }
+
+    public static func bitwiseNot(_ c: KernelContext) throws -> [Tensor] {
+        let t = try c.input(0)
+        guard let x = t.ints else { throw c.fail("input must be an integer tensor, got \(t.dtype)") }
+        return [EWKit.intTensor(EWKit.map1(x, threads: c.threads, grain: EWKit.cheapGrain, BitNot()), t.shape, t.dtype)]
     }
 
     // MARK: Where

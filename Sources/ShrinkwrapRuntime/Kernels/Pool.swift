@@ -60,27 +60,26 @@ extension NNKernels {
         let planes = n * ch
         let pIn = geo.inputCount, pOut = geo.outputCount
 
-        // Per axis and output index: window start, valid tap run, padded tap count.
-        struct AxisWindow { var base: Int; var lo: Int; var hi: Int; var padded: Int }
-        var axes = [[AxisWindow]]()
+        // Per axis and output index: window start, valid tap run [lo, hi), padded tap count.
+        var tables = [[Int]]()
         for a in 0..<3 {
-            var list = [AxisWindow]()
-            list.reserveCapacity(geo.output[a])
+            var t = [Int](repeating: 0, count: 4 * geo.output[a])
             for o in 0..<geo.output[a] {
                 let base = o * geo.strides[a] - geo.padBegin[a]
                 let run = validRun(offset: base, step: geo.dilations[a], limit: geo.input[a], n: geo.kernel[a])
                 // Taps inside input + explicit padding (ceil_mode may reach past it).
                 let padRun = validRun(offset: base + geo.padBegin[a], step: geo.dilations[a],
                                       limit: geo.input[a] + geo.padBegin[a] + geo.padEnd[a], n: geo.kernel[a])
-                list.append(AxisWindow(base: base, lo: run.lo, hi: run.hi, padded: padRun.hi - padRun.lo))
+                t[4 * o] = base; t[4 * o + 1] = run.lo; t[4 * o + 2] = run.hi; t[4 * o + 3] = padRun.hi - padRun.lo
             }
-            axes.append(list)
+            tables.append(t)
         }
-        let in1 = geo.input[1], in2 = geo.input[2]
-        let d0 = geo.dilations[0], d1 = geo.dilations[1], d2 = geo.dilations[2]
-        let o0 = geo.output[0], o1 = geo.output[1], o2 = geo.output[2]
+        let config = PoolLoop(kind: kind, in1: geo.input[1], in2: geo.input[2], d0: geo.dilations[0],
+                              d1: geo.dilations[1], d2: geo.dilations[2], o0: geo.output[0], o1: geo.output[1],
+                              o2: geo.output[2], lines: geo.kernel[0] * geo.kernel[1], includePad: includePad)
         let colMajor = storageOrder == 1
-        let in0 = geo.input[0]
+        let in0 = geo.input[0], in1 = geo.input[1], in2 = geo.input[2]
+        let rank = geo.rank
 
         var indices = wantIndices ? [Int64](repeating: 0, count: total) : []
         var y = makeFloats(total) { yp in
@@ -88,90 +87,45 @@ extension NNKernels {
             indices.withUnsafeMutableBufferPointer { ib in
                 let isp = wantIndices ? ib.baseAddress.map { SendablePointer($0) } : nil
                 x.withUnsafeBufferPointer { xb in
-                    guard let xbase = xb.baseAddress else { return }
-                    let a0 = axes[0], a1 = axes[1], a2 = axes[2]
-                    parallelChunks(planes, threads: c.threads, minChunk: max(1, 16384 / max(pOut * geo.kernelCount, 1))) { range in
-                        for plane in range {
-                            let xp = xbase + plane * pIn
-                            var yo = plane * pOut
-                            for i0 in 0..<o0 {
-                                let w0 = a0[i0]
-                                for i1 in 0..<o1 {
-                                    let w1 = a1[i1]
-                                    for i2 in 0..<o2 {
-                                        let w2 = a2[i2]
-                                        switch kind {
-                                        case .max:
-                                            var best = -Float.infinity
-                                            var bestAt = -1
-                                            for t0 in w0.lo..<w0.hi {
-                                                let p0 = w0.base + t0 * d0
-                                                for t1 in w1.lo..<w1.hi {
-                                                    let p1 = w1.base + t1 * d1
-                                                    let line = (p0 * in1 + p1) * in2
-                                                    for t2 in w2.lo..<w2.hi {
-                                                        let p2 = w2.base + t2 * d2
-                                                        let v = xp[line + p2]
-                                                        if v > best || bestAt < 0 {
-                                                            best = v
-                                                            bestAt = line + p2
-                                                        }
-                                                    }
-                                                }
-                                            }
-                                            ys.p[yo] = best
-                                            if let isp {
-                                                if bestAt >= 0 && colMajor {
-                                                    // Column-major over the original spatial axes (first axis fastest).
-                                                    let q0 = bestAt / (in1 * in2), rest = bestAt % (in1 * in2)
-                                                    let q1 = rest / in2, q2 = rest % in2
-                                                    let spatial: Int
-                                                    switch geo.rank {
-                                                    case 1: spatial = q2
-                                                    case 2: spatial = q1 + q2 * in1
-                                                    default: spatial = q0 + q1 * in0 + q2 * in0 * in1
-                                                    }
-                                                    isp.p[yo] = Int64(plane * pIn + spatial)
-                                                } else {
-                                                    isp.p[yo] = bestAt >= 0 ? Int64(plane * pIn + bestAt) : -1
-                                                }
-                                            }
-                                        case .average:
-                                            var sum: Float = 0
-                                            for t0 in w0.lo..<w0.hi {
-                                                let p0 = w0.base + t0 * d0
-                                                for t1 in w1.lo..<w1.hi {
-                                                    let p1 = w1.base + t1 * d1
-                                                    let line = xp + (p0 * in1 + p1) * in2
-                                                    for t2 in w2.lo..<w2.hi { sum += line[w2.base + t2 * d2] }
-                                                }
-                                            }
-                                            let count = includePad
-                                                ? w0.padded * w1.padded * w2.padded
-                                                : (w0.hi - w0.lo) * (w1.hi - w1.lo) * (w2.hi - w2.lo)
-                                            ys.p[yo] = count > 0 ? sum / Float(count) : 0
-                                        case .lp(let p):
-                                            var sum: Float = 0
-                                            for t0 in w0.lo..<w0.hi {
-                                                let p0 = w0.base + t0 * d0
-                                                for t1 in w1.lo..<w1.hi {
-                                                    let p1 = w1.base + t1 * d1
-                                                    let line = xp + (p0 * in1 + p1) * in2
-                                                    for t2 in w2.lo..<w2.hi {
-                                                        let v = abs(line[w2.base + t2 * d2])
-                                                        sum += p == 2 ? v * v : (p == 1 ? v : powf(v, p))
-                                                    }
-                                                }
-                                            }
-                                            ys.p[yo] = p == 2 ? sum.squareRoot() : (p == 1 ? sum : powf(sum, 1 / p))
+                    tables[0].withUnsafeBufferPointer { t0 in
+                        tables[1].withUnsafeBufferPointer { t1 in
+                            tables[2].withUnsafeBufferPointer { t2 in
+                                guard let xbase = xb.baseAddress else { return }
+                                let minChunk = max(1, 32768 / max(pOut * geo.kernelCount, 1))
+                                parallelChunks(planes, threads: c.threads, minChunk: minChunk) { range in
+                                    var lineBuf = [Int](repeating: 0, count: max(config.lines, 1))
+                                    lineBuf.withUnsafeMutableBufferPointer { lb in
+                                        for plane in range {
+                                            config.run(x: xbase + plane * pIn, y: ys.p + plane * pOut,
+                                                       index: isp.map { $0.p + plane * pOut },
+                                                       t0: t0, t1: t1, t2: t2, lines: lb)
                                         }
-                                        yo += 1
                                     }
                                 }
                             }
                         }
                     }
                 }
+            }
+        }
+        if wantIndices {
+            // Window-relative positions → flat N·C·spatial indices (column-major spatial if asked).
+            let planeCount = pOut
+            for i in 0..<indices.count {
+                let at = Int(indices[i])
+                let plane = i / max(planeCount, 1)
+                if at < 0 { indices[i] = -1; continue }
+                var spatial = at
+                if colMajor {
+                    let q0 = at / (in1 * in2), rest = at % (in1 * in2)
+                    let q1 = rest / in2, q2 = rest % in2
+                    switch rank {
+                    case 1: spatial = q2
+                    case 2: spatial = q1 + q2 * in1
+                    default: spatial = q0 + q1 * in0 + q2 * in0 * in1
+                    }
+                }
+                indices[i] = Int64(plane * pIn + spatial)
             }
         }
         var outs: [Tensor]
@@ -243,5 +197,86 @@ extension NNKernels {
         }
         roundToDType(&y, xt.dtype)
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
+    }
+}
+
+/// The inner loops of a pooling window over one N·C plane (3-D promoted).
+/// For each output row the valid input lines of the window are gathered
+/// once, then every output column reduces over those lines.
+struct PoolLoop {
+    let kind: NNKernels.PoolKind
+    let in1: Int, in2: Int
+    let d0: Int, d1: Int, d2: Int
+    let o0: Int, o1: Int, o2: Int
+    let lines: Int
+    let includePad: Bool
+
+    /// `t0/t1/t2`: per-axis tables of (base, lo, hi, padded) per output index.
+    /// `index` receives the row-major promoted position of each maximum.
+    @inline(__always)
+    func run(x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>, index: UnsafeMutablePointer<Int64>?,
+             t0: UnsafeBufferPointer<Int>, t1: UnsafeBufferPointer<Int>, t2: UnsafeBufferPointer<Int>,
+             lines lb: UnsafeMutableBufferPointer<Int>) {
+        var yo = 0
+        for i0 in 0..<o0 {
+            let b0 = t0[4 * i0], lo0 = t0[4 * i0 + 1], hi0 = t0[4 * i0 + 2], pad0 = t0[4 * i0 + 3]
+            for i1 in 0..<o1 {
+                let b1 = t1[4 * i1], lo1 = t1[4 * i1 + 1], hi1 = t1[4 * i1 + 2], pad1 = t1[4 * i1 + 3]
+                var nl = 0
+                for a in lo0..<hi0 {
+                    let p0 = b0 + a * d0
+                    for b in lo1..<hi1 {
+                        lb[nl] = (p0 * in1 + b1 + b * d1) * in2
+                        nl += 1
+                    }
+                }
+                let rowCount = (hi0 - lo0) * (hi1 - lo1), rowPad = pad0 * pad1
+                switch kind {
+                case .max:
+                    for i2 in 0..<o2 {
+                        let b2 = t2[4 * i2], lo2 = t2[4 * i2 + 1], hi2 = t2[4 * i2 + 2]
+                        var best = -Float.infinity
+                        var bestAt = -1
+                        for l in 0..<nl {
+                            let line = lb[l] + b2
+                            for t in lo2..<hi2 {
+                                let at = line + t * d2
+                                let v = x[at]
+                                if v > best || bestAt < 0 { best = v; bestAt = at }
+                            }
+                        }
+                        y[yo] = best
+                        index?[yo] = Int64(bestAt)
+                        yo += 1
+                    }
+                case .average:
+                    for i2 in 0..<o2 {
+                        let b2 = t2[4 * i2], lo2 = t2[4 * i2 + 1], hi2 = t2[4 * i2 + 2]
+                        var sum: Float = 0
+                        for l in 0..<nl {
+                            let line = x + lb[l] + b2
+                            for t in lo2..<hi2 { sum += line[t * d2] }
+                        }
+                        let count = includePad ? rowPad * t2[4 * i2 + 3] : rowCount * (hi2 - lo2)
+                        y[yo] = count > 0 ? sum / Float(count) : 0
+                        yo += 1
+                    }
+                case .lp(let p):
+                    for i2 in 0..<o2 {
+                        let b2 = t2[4 * i2], lo2 = t2[4 * i2 + 1], hi2 = t2[4 * i2 + 2]
+                        var sum: Float = 0
+                        for l in 0..<nl {
+                            let line = x + lb[l] + b2
+                            for t in lo2..<hi2 {
+                                let v = abs(line[t * d2])
+                                sum += p == 2 ? v * v : (p == 1 ? v : powf(v, p))
+                            }
+                        }
+                        y[yo] = p == 2 ? sum.squareRoot() : (p == 1 ? sum : powf(sum, 1 / p))
+                        yo += 1
+                    }
+                }
+            }
+        }
     }
 }
