@@ -68,6 +68,10 @@ def materialize(src: str, dst: str, seed: int) -> None:
     remaining = [t for t in g.initializer if t.name not in used_shapes or any(t.name in n.input for n in keep_nodes)]
     del g.initializer[:]
     g.initializer.extend(remaining + new_inits)
+    kept = {t.name for t in g.initializer}
+    inputs = [i for i in g.input if i.name not in used_shapes or i.name in kept]
+    del g.input[:]
+    g.input.extend(inputs)
     # IR 3 wants every initializer listed as a graph input; IR 4+ does not.
     model.ir_version = max(model.ir_version, 7)
     onnx.checker.check_model(model)

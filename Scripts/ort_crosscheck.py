@@ -55,6 +55,8 @@ def main() -> int:
     print("%-28s %-22s %12s %12s  %s" % ("model", "output", "max abs", "rel", "ok"))
     for path in args.models:
         name = os.path.basename(path)
+        if name == "model.onnx":
+            name = os.path.basename(os.path.dirname(path))
         feeds = make_inputs(path, seed=7, arange=args.arange)
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [args.shrinkwrap, "run", path, "--output-dir", os.path.join(tmp, "out")]
@@ -70,6 +72,7 @@ def main() -> int:
             so = ort.SessionOptions()
             so.intra_op_num_threads = 2
             so.inter_op_num_threads = 1
+            so.log_severity_level = 3
             sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
             ref = sess.run(None, feeds)
             for o, want in zip(sess.get_outputs(), ref):

@@ -236,3 +236,26 @@ extension ONNXOps {
         n.inputs[1] = expanded
     }
 }
+
+extension ONNXOps {
+    /// PRelu before opset 7 applied a 1-D slope per channel (axis 1); since
+    /// opset 7 the slope broadcasts numpy-style from the right. A 1-D slope of
+    /// more than one element gets trailing 1s so it still lines up with axis 1.
+    static func preluLegacy(_ b: inout GraphBuilder, _ n: Node, _ place: String) throws {
+        var n = n
+        guard b.opset < 7, n.inputs.count == 2 else { b.emit(n); return }
+        n.attributes["consumed_inputs"] = nil
+        let slopeShape = b.graph.valueInfo[n.inputs[1]]?.staticShape ?? b.graph.constant(named: n.inputs[1])?.encoding.shape
+        guard let slopeShape, slopeShape.count == 1, slopeShape[0] > 1 else { b.emit(n); return }
+        guard let rank = b.graph.valueInfo[n.inputs[0]]?.shape?.count else {
+            throw ImportError.unsupported(b.location(place), what: "opset-\(b.opset) PRelu with a per-channel slope on an input of unknown rank")
+        }
+        if rank > 2 {
+            let axes = b.addConstant(Tensor(ints: (1..<(rank - 1)).map(Int64.init), shape: [rank - 2]), hint: "\(n.label)_axes")
+            let aligned = b.freshName("\(n.inputs[1])_aligned")
+            b.emit(Node(name: "\(n.label)_align", opType: "Unsqueeze", inputs: [n.inputs[1], axes], outputs: [aligned]))
+            n.inputs[1] = aligned
+        }
+        b.emit(n)
+    }
+}

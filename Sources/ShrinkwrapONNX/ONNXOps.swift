@@ -18,8 +18,9 @@ enum ONNXOps {
         "GreaterOrEqual", "LessOrEqual", "Not",
         "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor", "Ceil", "Round", "Sign",
         "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsNaN", "IsInf",
-        "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-        "Softplus", "Softsign", "Gelu", "Mish", "ThresholdedRelu", "Shrink",
+        "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+        "Softplus", "Softsign", "Gelu", "Mish", "ThresholdedRelu", "Shrink", "Swish",
+        "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
         "ArgMax", "ArgMin", "Cast", "CastLike",
         // neural network
         "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool",
@@ -52,6 +53,7 @@ enum ONNXOps {
         t["BatchNormalization"] = ONNXOps.batchNorm
         t["Dropout"] = ONNXOps.dropout
         t["TopK"] = ONNXOps.topK
+        t["PRelu"] = ONNXOps.preluLegacy
         t["Scatter"] = ONNXOps.renamed("ScatterElements")  // deprecated in opset 11, same meaning
         for op in ["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"] {
             t[op] = ONNXOps.legacyBroadcast

@@ -54,11 +54,15 @@ extension NNKernels {
             }
         } else {
             y = makeFloats(total) { yp in
+                // With a bias the output starts as the bias and sgemm accumulates onto it
+                // (beta = 1 replaces the zero fill sgemm would do for beta = 0).
+                if let bias { fillChannels(yp, values: bias, planes: n * m, plane: pOut) }
+                let beta: Float = bias == nil ? 0 : 1
                 x.withUnsafeBufferPointer { xb in
                     w.withUnsafeBufferPointer { wb in
-                        guard let xp = xb.baseAddress, let wp = wb.baseAddress else {
+                        guard let xp = xb.baseAddress, let wp = wb.baseAddress, rows > 0 else {
                             // Zero-sized input channels: the result is the bias alone.
-                            for i in 0..<total { yp[i] = 0 }
+                            if bias == nil { yp.update(repeating: 0, count: total) }
                             return
                         }
                         var col = [Float]()
@@ -76,15 +80,12 @@ extension NNKernels {
                                         src = UnsafePointer(cp)
                                     }
                                     GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
-                                               a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut,
+                                               a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: beta,
                                                c: yp + (b * m + g * mg) * pOut, ldc: pOut, threads: threads)
                                 }
                             }
                         }
                     }
-                }
-                if let bias {
-                    addChannelBias(yp, bias: bias, batch: n, channels: m, plane: pOut, threads: threads)
                 }
             }
         }
@@ -92,20 +93,11 @@ extension NNKernels {
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
     }
 
-    /// Adds `bias[c]` to every element of each channel plane.
-    static func addChannelBias(_ y: UnsafeMutablePointer<Float>, bias: [Float], batch: Int, channels: Int,
-                               plane: Int, threads: Int) {
-        let ys = SendablePointer(y)
-        let planes = batch * channels
-        bias.withUnsafeBufferPointer { bb in
-            parallelChunks(planes, threads: threads, minChunk: max(1, 32768 / max(plane, 1))) { r in
-                for p in r {
-                    let bv = bb[p % channels]
-                    let row = ys.p + p * plane
-                    for i in 0..<plane { row[i] += bv }
-                }
-            }
-        }
+    /// Fills plane `p` (of `planes`, each `plane` long) with `values[p % values.count]`.
+    static func fillChannels(_ y: UnsafeMutablePointer<Float>, values: [Float], planes: Int, plane: Int) {
+        let ch = values.count
+        guard ch > 0 else { return }
+        for p in 0..<planes { (y + p * plane).update(repeating: values[p % ch], count: plane) }
     }
 
     /// Unfolds `channels` input planes into a (channels·kernel) × outputCount
@@ -318,10 +310,7 @@ extension NNKernels {
 
         var y = makeFloats(total) { yp in
             // Start from the bias; col2im accumulates on top.
-            let ys = SendablePointer(yp)
-            parallelChunks(n * m, threads: threads, minChunk: max(1, 32768 / max(pOut, 1))) { range in
-                for p in range { (ys.p + p * pOut).update(repeating: bias?[p % m] ?? 0, count: pOut) }
-            }
+            if let bias { fillChannels(yp, values: bias, planes: n * m, plane: pOut) } else { yp.update(repeating: 0, count: total) }
             if pIn == 0 || cg == 0 { return }
             x.withUnsafeBufferPointer { xb in
                 w.withUnsafeBufferPointer { wb in

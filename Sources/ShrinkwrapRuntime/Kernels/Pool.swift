@@ -57,6 +57,11 @@ extension NNKernels {
         let n = xt.shape[0], ch = xt.shape[1]
         let outShape = [n, ch] + geo.outputSpatial
         let total = try c.checkedCount(outShape)
+        if total == 0 {
+            let empty = Tensor(dtype: xt.dtype, shape: outShape,
+                               storage: xt.dtype.isFloatingPoint ? .float([]) : .int([]))
+            return wantIndices ? [empty, Tensor(ints: [], shape: outShape)] : [empty]
+        }
         let planes = n * ch
         let pIn = geo.inputCount, pOut = geo.outputCount
 
@@ -76,7 +81,14 @@ extension NNKernels {
         }
         let config = PoolLoop(kind: kind, in1: geo.input[1], in2: geo.input[2], d0: geo.dilations[0],
                               d1: geo.dilations[1], d2: geo.dilations[2], o0: geo.output[0], o1: geo.output[1],
-                              o2: geo.output[2], lines: geo.kernel[0] * geo.kernel[1], includePad: includePad)
+                              o2: geo.output[2], lines: min(geo.kernel[0], geo.input[0]) * min(geo.kernel[1], geo.input[1]),
+                              includePad: includePad,
+                              s2: geo.strides[2], p2: geo.padBegin[2], k2: geo.kernel[2],
+                              tapRuns: (0..<geo.kernel[2]).flatMap { t -> [Int] in
+                                  let r = validRun(offset: t * geo.dilations[2] - geo.padBegin[2], step: geo.strides[2],
+                                                   limit: geo.input[2], n: geo.output[2])
+                                  return [r.lo, r.hi]
+                              })
         let colMajor = storageOrder == 1
         let in0 = geo.input[0], in1 = geo.input[1], in2 = geo.input[2]
         let rank = geo.rank
@@ -210,6 +222,9 @@ struct PoolLoop {
     let o0: Int, o1: Int, o2: Int
     let lines: Int
     let includePad: Bool
+    let s2: Int, p2: Int, k2: Int
+    /// Per kernel column t: the run [lo, hi) of output columns whose tap t is inside the input.
+    let tapRuns: [Int]
 
     /// `t0/t1/t2`: per-axis tables of (base, lo, hi, padded) per output index.
     /// `index` receives the row-major promoted position of each maximum.
@@ -231,6 +246,65 @@ struct PoolLoop {
                     }
                 }
                 let rowCount = (hi0 - lo0) * (hi1 - lo1), rowPad = pad0 * pad1
+                // Tap-major sweeps: for every valid line and kernel column, update
+                // the whole output row (independent accumulators, no dependency chain).
+                let row = y + yo
+                switch kind {
+                case .max where index == nil:
+                    row.update(repeating: -Float.infinity, count: o2)
+                    for l in 0..<nl {
+                        let line = x + lb[l]
+                        for t in 0..<k2 {
+                            let lo = tapRuns[2 &* t], hi = tapRuns[2 &* t &+ 1]
+                            let src = line + (t &* d2 &- p2)
+                            if s2 == 1 {
+                                for i2 in lo..<hi { let v = src[i2]; row[i2] = v > row[i2] ? v : row[i2] }
+                            } else {
+                                for i2 in lo..<hi { let v = src[i2 &* s2]; row[i2] = v > row[i2] ? v : row[i2] }
+                            }
+                        }
+                    }
+                    yo &+= o2
+                    continue
+                case .average, .lp:
+                    row.update(repeating: 0, count: o2)
+                    var pw: Float = 1
+                    if case .lp(let p) = kind { pw = p }
+                    for l in 0..<nl {
+                        let line = x + lb[l]
+                        for t in 0..<k2 {
+                            let lo = tapRuns[2 &* t], hi = tapRuns[2 &* t &+ 1]
+                            let src = line + (t &* d2 &- p2)
+                            switch kind {
+                            case .average:
+                                if s2 == 1 {
+                                    for i2 in lo..<hi { row[i2] += src[i2] }
+                                } else {
+                                    for i2 in lo..<hi { row[i2] += src[i2 &* s2] }
+                                }
+                            default:
+                                for i2 in lo..<hi {
+                                    let v = abs(src[i2 &* s2])
+                                    row[i2] += pw == 2 ? v * v : (pw == 1 ? v : powf(v, pw))
+                                }
+                            }
+                        }
+                    }
+                    for i2 in 0..<o2 {
+                        if case .average = kind {
+                            let count = includePad ? rowPad &* t2[4 &* i2 &+ 3]
+                                                   : rowCount &* (t2[4 &* i2 &+ 2] &- t2[4 &* i2 &+ 1])
+                            row[i2] = count > 0 ? row[i2] / Float(count) : 0
+                        } else {
+                            let v = row[i2]
+                            row[i2] = pw == 2 ? v.squareRoot() : (pw == 1 ? v : powf(v, 1 / pw))
+                        }
+                    }
+                    yo &+= o2
+                    continue
+                default:
+                    break
+                }
                 switch kind {
                 case .max:
                     for i2 in 0..<o2 {
@@ -249,32 +323,8 @@ struct PoolLoop {
                         index?[yo] = Int64(bestAt)
                         yo += 1
                     }
-                case .average:
-                    for i2 in 0..<o2 {
-                        let b2 = t2[4 * i2], lo2 = t2[4 * i2 + 1], hi2 = t2[4 * i2 + 2]
-                        var sum: Float = 0
-                        for l in 0..<nl {
-                            let line = x + lb[l] + b2
-                            for t in lo2..<hi2 { sum += line[t * d2] }
-                        }
-                        let count = includePad ? rowPad * t2[4 * i2 + 3] : rowCount * (hi2 - lo2)
-                        y[yo] = count > 0 ? sum / Float(count) : 0
-                        yo += 1
-                    }
-                case .lp(let p):
-                    for i2 in 0..<o2 {
-                        let b2 = t2[4 * i2], lo2 = t2[4 * i2 + 1], hi2 = t2[4 * i2 + 2]
-                        var sum: Float = 0
-                        for l in 0..<nl {
-                            let line = x + lb[l] + b2
-                            for t in lo2..<hi2 {
-                                let v = abs(line[t * d2])
-                                sum += p == 2 ? v * v : (p == 1 ? v : powf(v, p))
-                            }
-                        }
-                        y[yo] = p == 2 ? sum.squareRoot() : (p == 1 ? sum : powf(sum, 1 / p))
-                        yo += 1
-                    }
+                default:
+                    break
                 }
             }
         }

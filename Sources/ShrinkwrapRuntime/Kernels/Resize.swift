@@ -124,18 +124,24 @@ extension NNKernels {
                 throw c.fail("roi values must be finite")
             }
         }
-        _ = try c.checkedCount(outShape)
+        if try c.checkedCount(outShape) == 0 {
+            if case .int = xt.storage { return [Tensor(dtype: xt.dtype, shape: outShape, storage: .int([]))] }
+            return [floatTensor([], shape: outShape, dtype: xt.dtype)]
+        }
 
-        // Resize one axis at a time (ascending), skipping identity axes.
+        // Resize one axis at a time, shrinking axes first so that no
+        // intermediate result is larger than needed; identity axes are skipped.
         var cur = x
         var curShape = xt.shape
-        for d in axes.sorted() {
+        let order = axes.sorted().filter { outShape[$0] < xt.shape[$0] } + axes.sorted().filter { outShape[$0] >= xt.shape[$0] }
+        for d in order {
             let inW = curShape[d], outW = outShape[d]
             let identity = abs(scale[d] - 1) < 1e-12 && inW == outW
                 && (ctm != "tf_crop_and_resize" || (roiStart[d] == 0 && roiEnd[d] == 1))
             if identity { continue }
             var nextShape = curShape
             nextShape[d] = outW
+            _ = try c.checkedCount(nextShape)
             let outer = product(curShape[..<d]), inner = product(curShape[(d + 1)...])
             if outer * inner == 0 || outW == 0 || inW == 0 {
                 cur = [Float](repeating: extrapolation, count: product(nextShape[...]))
