@@ -167,11 +167,12 @@ extension ONNXOps {
         if case .int(let s)? = n.attributes["spatial"], s == 0 {
             throw ImportError.unsupported(b.location(place), what: "BatchNormalization with spatial=0")
         }
-        if case .int(let t)? = n.attributes["training_mode"], t != 0 {
-            throw ImportError.unsupported(b.location(place), what: "BatchNormalization in training mode")
-        }
-        n.attributes = n.attributes.filter { $0.key == "epsilon" || $0.key == "momentum" }
-        n.outputs = Array(n.outputs.prefix(1))
+        // Opset 14+: training_mode selects batch statistics and the running-stat
+        // outputs; earlier opsets' extra outputs are training-only and dropped.
+        let training: Bool
+        if case .int(let t)? = n.attributes["training_mode"] { training = t != 0 } else { training = false }
+        n.attributes = n.attributes.filter { $0.key == "epsilon" || $0.key == "momentum" || $0.key == "training_mode" }
+        if !(training && b.opset >= 14) { n.outputs = Array(n.outputs.prefix(1)) }
         b.emit(n)
     }
 

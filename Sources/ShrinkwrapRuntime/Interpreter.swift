@@ -10,8 +10,13 @@ public final class Interpreter: @unchecked Sendable {
     public struct Options: Sendable {
         /// Threads kernels may use; default: all cores.
         public var threads: Int
-        public init(threads: Int? = nil) {
+        /// Load-time rewrites that change rounding slightly but not meaning
+        /// (see `ExecutionPlanner`); off keeps every intermediate value of the
+        /// graph as imported. Constant folding always happens.
+        public var optimize: Bool
+        public init(threads: Int? = nil, optimize: Bool = true) {
             self.threads = max(1, threads ?? Interpreter.defaultThreads)
+            self.optimize = optimize
         }
     }
 
@@ -42,14 +47,17 @@ public final class Interpreter: @unchecked Sendable {
     private var outputSlots: [(String, Int)] = []
 
     public init(graph: Graph, options: Options = Options()) throws {
-        let g = try graph.validatedAndSorted()
-        self.graph = g
+        let validated = try graph.validatedAndSorted()
+        self.graph = validated
         self.options = options
 
-        let missing = Set(g.nodes.map(\.opType).filter { KernelRegistry.kernels[$0] == nil }).sorted()
+        let missing = Set(validated.nodes.map(\.opType).filter { KernelRegistry.kernels[$0] == nil }).sorted()
         if !missing.isEmpty {
             throw KernelError.noKernel(op: missing.joined(separator: ", "))
         }
+        var planner = ExecutionPlanner(graph: validated, threads: options.threads)
+        try planner.run(optimize: options.optimize)
+        let g = planner.graph
 
         func slot(_ name: String) -> Int {
             if let s = slotOf[name] { return s }

@@ -1,0 +1,196 @@
+import ShrinkwrapIR
+
+/// Load-time rewrites the interpreter applies to its private copy of a graph
+/// before executing it. They change how values are computed, never what a
+/// graph output means; the graph a caller holds is untouched.
+///
+/// 1. Constant folding: a node whose inputs are all constants runs once at
+///    load (e.g. the ConstantOfShape weights of the ONNX light models).
+/// 2. BatchNormalization after a Conv whose output nothing else reads is
+///    folded into the Conv's weights and bias (W·s/√(v+ε), (B−μ)·s/√(v+ε)+β).
+/// 3. Convs whose filters (with their bias) repeat compute each distinct
+///    filter once and copy channels with a Gather: identical filters then give
+///    bit-identical channels whatever the GEMM backend's register blocking.
+///
+/// Folding (2) changes rounding by about 1e-7 relative; `Options.optimize =
+/// false` keeps the graph exactly as imported (the per-layer report uses it
+/// so that every intermediate value exists).
+struct ExecutionPlanner {
+    var graph: Graph
+    let threads: Int
+
+    /// Outputs of folded nodes larger than this stay computed at run time.
+    static let foldLimit = 1 << 26
+
+    mutating func run(optimize: Bool) throws {
+        try foldConstants()
+        guard optimize else { return }
+        foldBatchNormIntoConv()
+        shareDuplicateFilters()
+    }
+
+    // MARK: 1. constant folding
+
+    mutating func foldConstants() throws {
+        let graphOutputs = Set(graph.outputs.map(\.name))
+        var kept: [Node] = []
+        var folded: [String: Tensor] = [:]
+        func value(_ name: String) -> Tensor? {
+            if let t = folded[name] { return t }
+            return graph.constant(named: name)?.encoding.decoded()
+        }
+        for n in graph.nodes {
+            let inputs = n.inputs.filter { !$0.isEmpty }
+            let allConstant = !inputs.isEmpty && inputs.allSatisfy { folded[$0] != nil || graph.isConstant($0) }
+            guard allConstant, let kernel = KernelRegistry.kernels[n.opType],
+                  !n.outputs.contains(where: { graphOutputs.contains($0) }) else {
+                kept.append(n)
+                continue
+            }
+            let args = n.inputs.map { $0.isEmpty ? nil : value($0) }
+            guard let outs = try? kernel(KernelContext(node: n, inputs: args, threads: threads)),
+                  outs.count >= n.outputs.count, outs.allSatisfy({ $0.count <= Self.foldLimit }) else {
+                kept.append(n)  // the kernel's error surfaces at run time, with its context
+                continue
+            }
+            for (o, t) in zip(n.outputs, outs) where !o.isEmpty { folded[o] = t }
+        }
+        if folded.isEmpty { return }
+        // Only values still read by a remaining node become constants.
+        let read = Set(kept.flatMap(\.inputs))
+        for n in graph.nodes {
+            for o in n.outputs where !o.isEmpty && read.contains(o) {
+                if let t = folded[o] { graph.setConstant(Constant(name: o, tensor: t)) }
+            }
+        }
+        graph.nodes = kept
+    }
+
+    // MARK: helpers
+
+    /// How many nodes read each value (graph outputs count as readers).
+    func readers() -> [String: Int] {
+        var r: [String: Int] = [:]
+        for n in graph.nodes { for i in n.inputs where !i.isEmpty { r[i, default: 0] += 1 } }
+        for o in graph.outputs { r[o.name, default: 0] += 1 }
+        return r
+    }
+
+    func floatConstant(_ name: String) -> Tensor? {
+        guard let c = graph.constant(named: name) else { return nil }
+        let t = c.encoding.decoded()
+        return t.dtype == .float32 ? t : nil
+    }
+
+    var uniqueCounter = 0
+    mutating func freshName(_ hint: String) -> String {
+        while true {
+            uniqueCounter += 1
+            let n = "\(hint)__plan\(uniqueCounter)"
+            if !graph.isConstant(n) && !graph.nodes.contains(where: { $0.outputs.contains(n) }) { return n }
+        }
+    }
+
+    // MARK: 2. Conv + BatchNormalization
+
+    mutating func foldBatchNormIntoConv() {
+        let r = readers()
+        var producer: [String: Int] = [:]
+        for (i, n) in graph.nodes.enumerated() { for o in n.outputs { producer[o] = i } }
+        var remove = Set<Int>()
+        for (bi, bn) in graph.nodes.enumerated() where bn.opType == "BatchNormalization" && bn.outputs.count == 1 {
+            if case .int(let t)? = bn.attributes["training_mode"], t != 0 { continue }
+            guard bn.inputs.count == 5, let ci = producer[bn.inputs[0]], !remove.contains(ci) else { continue }
+            let conv = graph.nodes[ci]
+            guard conv.opType == "Conv", conv.outputs.count == 1, r[conv.outputs[0]] == 1,
+                  conv.inputs.count >= 2, let w = floatConstant(conv.inputs[1]), let wf = w.floats,
+                  let s = floatConstant(bn.inputs[1])?.floats, let beta = floatConstant(bn.inputs[2])?.floats,
+                  let mean = floatConstant(bn.inputs[3])?.floats, let variance = floatConstant(bn.inputs[4])?.floats
+            else { continue }
+            let m = w.shape.first ?? 0
+            guard m > 0, [s.count, beta.count, mean.count, variance.count].allSatisfy({ $0 == m }) else { continue }
+            var bias = [Float](repeating: 0, count: m)
+            if let b = conv.input(2) {
+                guard let bf = floatConstant(b)?.floats, bf.count == m else { continue }
+                bias = bf
+            }
+            var eps: Float = 1e-5
+            if case .float(let e)? = bn.attributes["epsilon"] { eps = e }
+            let per = wf.count / m
+            var nw = wf
+            var nb = bias
+            for o in 0..<m {
+                let k = s[o] / (variance[o] + eps).squareRoot()
+                for j in 0..<per { nw[o * per + j] = wf[o * per + j] * k }
+                nb[o] = (bias[o] - mean[o]) * k + beta[o]
+            }
+            let wName = freshName("\(conv.inputs[1])_bnfolded")
+            graph.setConstant(Constant(name: wName, tensor: Tensor(nw, shape: w.shape)))
+            let bName = freshName("\(conv.label)_bnbias")
+            graph.setConstant(Constant(name: bName, tensor: Tensor(nb, shape: [m])))
+            var fused = conv
+            fused.inputs = [conv.inputs[0], wName, bName]
+            fused.outputs = bn.outputs
+            graph.nodes[ci] = fused
+            remove.insert(bi)
+        }
+        if !remove.isEmpty {
+            graph.nodes = graph.nodes.enumerated().filter { !remove.contains($0.offset) }.map(\.element)
+        }
+    }
+
+    // MARK: 3. duplicate filters
+
+    mutating func shareDuplicateFilters() {
+        var out: [Node] = []
+        for n in graph.nodes {
+            guard n.opType == "Conv", n.outputs.count == 1, n.inputs.count >= 2,
+                  let w = floatConstant(n.inputs[1]), let wf = w.floats, w.rank >= 3 else { out.append(n); continue }
+            if case .int(let g)? = n.attributes["group"], g != 1 { out.append(n); continue }
+            let m = w.shape[0]
+            guard m >= 2 else { out.append(n); continue }
+            let per = wf.count / m
+            var bias: [Float]?
+            if let b = n.input(2) {
+                guard let bf = floatConstant(b)?.floats, bf.count == m else { out.append(n); continue }
+                bias = bf
+            }
+            // Group filters by exact bit pattern (weights and bias).
+            var firstOf: [[UInt32]: Int] = [:]
+            var uniqueIndex = [Int](repeating: 0, count: m)
+            var uniques: [Int] = []
+            for o in 0..<m {
+                var key = wf[(o * per)..<((o + 1) * per)].map(\.bitPattern)
+                if let bias { key.append(bias[o].bitPattern) }
+                if let u = firstOf[key] {
+                    uniqueIndex[o] = u
+                } else {
+                    firstOf[key] = uniques.count
+                    uniqueIndex[o] = uniques.count
+                    uniques.append(o)
+                }
+            }
+            guard uniques.count < m else { out.append(n); continue }
+            var nw: [Float] = []
+            nw.reserveCapacity(uniques.count * per)
+            for o in uniques { nw.append(contentsOf: wf[(o * per)..<((o + 1) * per)]) }
+            let wName = freshName("\(n.inputs[1])_distinct")
+            graph.setConstant(Constant(name: wName, tensor: Tensor(nw, shape: [uniques.count] + Array(w.shape.dropFirst()))))
+            var conv = n
+            conv.inputs[1] = wName
+            if let bias {
+                let bName = freshName("\(n.label)_distinct_bias")
+                graph.setConstant(Constant(name: bName, tensor: Tensor(uniques.map { bias[$0] }, shape: [uniques.count])))
+                conv.inputs[2] = bName
+            }
+            let distinct = freshName("\(n.outputs[0])_distinct")
+            conv.outputs = [distinct]
+            let idx = freshName("\(n.label)_channel_map")
+            graph.setConstant(Constant(name: idx, tensor: Tensor(ints: uniqueIndex.map(Int64.init), shape: [m])))
+            out.append(conv)
+            out.append(Node(name: "\(n.label)_expand_channels", opType: "Gather", inputs: [distinct, idx],
+                            outputs: n.outputs, attributes: ["axis": .int(1)]))
+        }
+        graph.nodes = out
+    }
+}
