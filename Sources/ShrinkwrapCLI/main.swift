@@ -127,6 +127,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    @Flag(help: "Also print the time spent per op type.")
+    var profile = false
+
     func run() throws {
         let graph = try Shrinkwrap.load(model)
         let inputs = try ModelRunner.syntheticInputs(graph: graph, seed: 1)
@@ -137,6 +140,30 @@ struct Bench: ParsableCommand {
             let t0 = DispatchTime.now().uptimeNanoseconds
             _ = try interpreter.run(inputs)
             times.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+        }
+        if profile {
+            var perOp: [String: (ms: Double, count: Int)] = [:]
+            var perNode: [(String, Double, [Int])] = []
+            var last = DispatchTime.now().uptimeNanoseconds
+            let t0 = last
+            _ = try interpreter.run(inputs) { node, outs in
+                let now = DispatchTime.now().uptimeNanoseconds
+                let ms = Double(now - last) / 1e6
+                let e = perOp[node.opType] ?? (0, 0)
+                perOp[node.opType] = (e.ms + ms, e.count + 1)
+                perNode.append(("\(node.opType) \(node.label)", ms, outs.first?.shape ?? []))
+                last = now
+            }
+            print("slowest nodes:")
+            for (name, ms, shape) in perNode.sorted(by: { $0.1 > $1.1 }).prefix(8) {
+                print(String(format: "  %8.3f ms  ", ms) + name + " → \(shape)")
+            }
+            print("by op:")
+            let total = Double(last - t0) / 1e6
+            for (op, e) in perOp.sorted(by: { ($0.value.ms, $1.key) > ($1.value.ms, $0.key) }) {
+                let name = op.count >= 22 ? op : op + String(repeating: " ", count: 22 - op.count)
+                print("  " + name + String(format: " %4d nodes %9.3f ms %5.1f%%", e.count, e.ms, 100 * e.ms / max(total, 1e-9)))
+            }
         }
         let sorted = times.sorted()
         let median = sorted[sorted.count / 2]

@@ -12,6 +12,9 @@ import ShrinkwrapIR
 ///    filter once and copy channels with a Gather: identical filters then give
 ///    bit-identical channels whatever the GEMM backend's register blocking.
 ///
+/// 4. A Relu that is the only reader of a Conv's output runs inside the Conv,
+///    on each output block while it is still in cache.
+///
 /// Folding (2) changes rounding by about 1e-7 relative; `Options.optimize =
 /// false` keeps the graph exactly as imported (the per-layer report uses it
 /// so that every intermediate value exists).
@@ -27,6 +30,7 @@ struct ExecutionPlanner {
         guard optimize else { return }
         foldBatchNormIntoConv()
         shareDuplicateFilters()
+        fuseConvRelu()
     }
 
     // MARK: 1. constant folding
@@ -192,5 +196,24 @@ struct ExecutionPlanner {
                             outputs: n.outputs, attributes: ["axis": .int(1)]))
         }
         graph.nodes = out
+    }
+
+    // MARK: 4. Conv + Relu
+
+    mutating func fuseConvRelu() {
+        let r = readers()
+        var producer: [String: Int] = [:]
+        for (i, n) in graph.nodes.enumerated() { for o in n.outputs { producer[o] = i } }
+        var remove = Set<Int>()
+        for (ri, relu) in graph.nodes.enumerated() where relu.opType == "Relu" && relu.inputs.count == 1 && relu.outputs.count == 1 {
+            guard let ci = producer[relu.inputs[0]], graph.nodes[ci].opType == "Conv", graph.nodes[ci].outputs.count == 1,
+                  r[relu.inputs[0]] == 1, graph.nodes[ci].attributes[NNKernels.fusedActivationAttribute] == nil else { continue }
+            graph.nodes[ci].attributes[NNKernels.fusedActivationAttribute] = .string("Relu")
+            graph.nodes[ci].outputs = relu.outputs
+            remove.insert(ri)
+        }
+        if !remove.isEmpty {
+            graph.nodes = graph.nodes.enumerated().filter { !remove.contains($0.offset) }.map(\.element)
+        }
     }
 }

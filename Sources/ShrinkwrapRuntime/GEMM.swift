@@ -38,12 +38,7 @@ public enum GEMM {
                         Int32(m), Int32(n), Int32(k), alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
             return
             #else
-            if let blas = OpenBLAS.shared, m < Int(Int32.max) - rowQuantum, n < Int(Int32.max), k < Int(Int32.max) {
-                if m >= rowQuantum && m % rowQuantum != 0 {
-                    paddedRows(transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda,
-                               b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, threads: threads)
-                    return
-                }
+            if let blas = OpenBLAS.shared, m < Int(Int32.max), n < Int(Int32.max), k < Int(Int32.max) {
                 tiled(m: m, n: n, k: k, threads: threads) { r0, rows, c0, cols in
                     let aTile = transA ? a + r0 : a + r0 * lda
                     let bTile = transB ? b + c0 * ldb : b + c0
@@ -56,34 +51,6 @@ public enum GEMM {
         }
         portable(transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda,
                  b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, threads: threads)
-    }
-
-    /// BLAS kernels compute rows in register blocks (typically 8–32 rows) and
-    /// the rows of a partial block on a different code path, so two identical
-    /// rows of A could give results one ulp apart. For m ≥ 64 the product is
-    /// computed on A padded with zero rows to a multiple of 64, so every real
-    /// row takes the same path (what users expect: identical filters give
-    /// identical outputs, as in onnxruntime).
-    static let rowQuantum = 64
-
-    static func paddedRows(transA: Bool, transB: Bool, m: Int, n: Int, k: Int, alpha: Float,
-                           a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int,
-                           beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int, threads: Int) {
-        let mp = (m + rowQuantum - 1) / rowQuantum * rowQuantum
-        var ap = [Float](repeating: 0, count: mp * k)  // row-major mp×k, untransposed
-        for i in 0..<m {
-            for p in 0..<k { ap[i * k + p] = transA ? a[p * lda + i] : a[i * lda + p] }
-        }
-        var cp = [Float](repeating: 0, count: mp * n)
-        if beta != 0 { for i in 0..<m { for j in 0..<n { cp[i * n + j] = c[i * ldc + j] } } }
-        ap.withUnsafeBufferPointer { apb in
-            cp.withUnsafeMutableBufferPointer { cpb in
-                guard let aBase = apb.baseAddress, let cBase = cpb.baseAddress else { return }
-                sgemm(transA: false, transB: transB, m: mp, n: n, k: k, alpha: alpha, a: aBase, lda: k,
-                      b: b, ldb: ldb, beta: beta, c: cBase, ldc: n, threads: threads)
-            }
-        }
-        for i in 0..<m { for j in 0..<n { c[i * ldc + j] = cp[i * n + j] } }
     }
 
     /// Splits C into tiles whose boundaries depend only on the problem's size,

@@ -37,6 +37,8 @@ extension NNKernels {
         let rows = cg * kc
         _ = try c.checkedCount([rows, pOut])
         let threads = c.threads
+        // Set by the interpreter's planner when a Relu reading only this Conv was fused into it.
+        let fuseRelu = try c.string(NNKernels.fusedActivationAttribute, default: "") == "Relu"
 
         let depthwise = cg == 1 && group == ch && group > 1
         let pointwise = kc == 1 && geo.strides == [1, 1, 1] && geo.padBegin == [0, 0, 0] && geo.padEnd == [0, 0, 0]
@@ -49,6 +51,7 @@ extension NNKernels {
                         guard let xp = xb.baseAddress, let wp = wb.baseAddress else { return }
                         depthwiseConv(x: xp, w: wp, bias: bias, y: yp, batch: n, channels: ch, multiplier: mg,
                                       geo: geo, threads: threads)
+                        if fuseRelu { NNKernels.reluInPlace(yp, count: total) }
                     }
                 }
             }
@@ -79,9 +82,11 @@ extension NNKernels {
                                         im2col(x: xg, channels: cg, geo: geo, col: cp, threads: threads)
                                         src = UnsafePointer(cp)
                                     }
+                                    let block = yp + (b * m + g * mg) * pOut
                                     GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
                                                a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: beta,
-                                               c: yp + (b * m + g * mg) * pOut, ldc: pOut, threads: threads)
+                                               c: block, ldc: pOut, threads: threads)
+                                    if fuseRelu { NNKernels.reluInPlace(block, count: mg * pOut) }
                                 }
                             }
                         }
@@ -91,6 +96,17 @@ extension NNKernels {
         }
         roundToDType(&y, xt.dtype)
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
+    }
+
+    /// The planner-internal attribute naming an activation fused into a Conv.
+    public static let fusedActivationAttribute = "__shrinkwrap_fused_activation"
+
+    /// max(x, 0) keeping NaN (a branch-free select the compiler vectorizes).
+    static func reluInPlace(_ p: UnsafeMutablePointer<Float>, count: Int) {
+        for i in 0..<count {
+            let v = p[i]
+            p[i] = v < 0 ? 0 : v
+        }
     }
 
     /// Fills plane `p` (of `planes`, each `plane` long) with `values[p % values.count]`.

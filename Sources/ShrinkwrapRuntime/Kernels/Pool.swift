@@ -15,6 +15,57 @@ extension NNKernels {
         try pool(c, kind: .max)
     }
 
+    /// Max pooling over 2-D planes without dilation: for each output row, the
+    /// valid input rows are combined with a running maximum over each window's
+    /// valid columns. nil when some window holds no input element (ceil_mode
+    /// past the padding), which the general loop handles.
+    static func maxPool2D(_ x: [Float], planes: Int, geo: WindowGeometry, threads: Int) -> [Float]? {
+        let h = geo.input[1], w = geo.input[2], oh = geo.output[1], ow = geo.output[2]
+        let kh = geo.kernel[1], kw = geo.kernel[2], sh = geo.strides[1], sw = geo.strides[2]
+        let ph = geo.padBegin[1], pw = geo.padBegin[2]
+        var colLo = [Int](repeating: 0, count: ow), colHi = colLo
+        for o in 0..<ow {
+            colLo[o] = max(o * sw - pw, 0)
+            colHi[o] = min(o * sw - pw + kw, w)
+            if colLo[o] >= colHi[o] { return nil }
+        }
+        for o in 0..<oh where max(o * sh - ph, 0) >= min(o * sh - ph + kh, h) { return nil }
+        let pIn = h * w, pOut = oh * ow
+        return makeFloats(planes * pOut) { yp in
+            let ys = SendablePointer(yp)
+            x.withUnsafeBufferPointer { xb in
+                colLo.withUnsafeBufferPointer { lo in
+                    colHi.withUnsafeBufferPointer { hi in
+                        guard let xbase = xb.baseAddress else { return }
+                        parallelChunks(planes, threads: threads, minChunk: max(1, 16384 / max(pOut * kh * kw, 1))) { range in
+                            // Column maxima of the window's rows, then each window's maximum along the row.
+                            let colMax = UnsafeMutablePointer<Float>.allocate(capacity: max(w, 1))
+                            defer { colMax.deallocate() }
+                            for plane in range {
+                                let src = xbase + plane * pIn
+                                let dst = ys.p + plane * pOut
+                                for r in 0..<oh {
+                                    let r0 = max(r * sh - ph, 0), r1 = min(r * sh - ph + kh, h)
+                                    colMax.update(from: src + r0 * w, count: w)
+                                    for ir in (r0 + 1)..<r1 {
+                                        let row = src + ir * w
+                                        for i in 0..<w { let v = row[i], m = colMax[i]; colMax[i] = m > v ? m : v }
+                                    }
+                                    let out = dst + r * ow
+                                    for o in 0..<ow {
+                                        var m = colMax[lo[o]]
+                                        for i in (lo[o] + 1)..<hi[o] { let v = colMax[i]; m = m > v ? m : v }
+                                        out[o] = m
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// AveragePool (count_include_pad, ceil_mode, dilations, pads / auto_pad).
     public static func averagePool(_ c: KernelContext) throws -> [Tensor] {
         try pool(c, kind: .average)
@@ -93,6 +144,12 @@ extension NNKernels {
         let in0 = geo.input[0], in1 = geo.input[1], in2 = geo.input[2]
         let rank = geo.rank
 
+        if isMax, !wantIndices, xt.dtype.isFloatingPoint, geo.input[0] == 1, geo.kernel[0] == 1, geo.dilations == [1, 1, 1],
+           let fast = maxPool2D(x, planes: planes, geo: geo, threads: c.threads) {
+            var y = fast
+            roundToDType(&y, xt.dtype)
+            return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
+        }
         var indices = wantIndices ? [Int64](repeating: 0, count: total) : []
         var y = makeFloats(total) { yp in
             let ys = SendablePointer(yp)
