@@ -43,7 +43,7 @@ struct ShrinkwrapCommand: ParsableCommand {
     }
 
     static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("shrinkwrap: error: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("shrinkwrap: error: \(message.escapingControlCharacters)\n".utf8))
         Foundation.exit(1)
     }
 }

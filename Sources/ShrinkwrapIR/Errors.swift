@@ -9,6 +9,28 @@ public struct SourceLocation: Sendable, Equatable, CustomStringConvertible {
     public var description: String { place.isEmpty ? file : "\(file): \(place)" }
 }
 
+extension String {
+    /// The string with control characters (newlines, tabs, NUL, …) escaped, so
+    /// that names taken from a file cannot break an error message's single line.
+    public var escapingControlCharacters: String {
+        var out = ""
+        for u in unicodeScalars {
+            switch u {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 || u.value == 0x7F || (0x80..<0xA0).contains(u.value) || u.value == 0x2028 || u.value == 0x2029 {
+                    out += "\\u{\(String(u.value, radix: 16))}"
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out
+    }
+}
+
 /// A model file could not be turned into a graph.
 public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file could not be read at all.
@@ -26,7 +48,9 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The format of the file is not one Shrinkwrap reads.
     case unknownFormat(file: String)
 
-    public var description: String {
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
         switch self {
         case .unreadable(let f, let r): return "\(f): cannot read: \(r)"
         case .malformed(let l, let r): return "\(l): malformed: \(r)"
@@ -50,7 +74,9 @@ public enum GraphError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A graph output is never produced.
     case undefinedOutput(String)
 
-    public var description: String {
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
         switch self {
         case .undefinedValue(let n, let v): return "node '\(n)' reads undefined value '\(v)'"
         case .cycle(let nodes): return "graph has a cycle through nodes: \(nodes.prefix(8).joined(separator: ", "))\(nodes.count > 8 ? ", …" : "")"
@@ -73,7 +99,9 @@ public enum KernelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A graph input was not given or does not fit its declared type/shape.
     case badGraphInput(name: String, reason: String)
 
-    public var description: String {
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
         switch self {
         case .invalidInput(let n, let op, let r): return "node '\(n)' (\(op)): \(r)"
         case .invalidAttribute(let n, let op, let a, let r): return "node '\(n)' (\(op)): attribute '\(a)': \(r)"
