@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Run onnxruntime and Shrinkwrap on the same models and inputs; compare.
 
-For every model: make one seeded input per graph input (uniform [0, 1)
+For every model: expose the input of a final Softmax as an extra output
+(softmax of large logits saturates to one-hot and would hide differences),
+make one seeded input per graph input (uniform [0, 1)
 floats, or arange(n)/n with --arange, the light models' convention), save
 them as .npy, run `shrinkwrap run` on them, run onnxruntime (CPU, 2 threads)
 on the same arrays, and print per output the max abs diff and the relative
@@ -44,6 +46,20 @@ def make_inputs(model_path: str, seed: int, arange: bool):
     return feeds
 
 
+def expose_logits(path: str, tmp: str) -> str:
+    """A copy of the model whose final Softmax's input is also an output."""
+    m = onnx.load(path)
+    outs = {o.name for o in m.graph.output}
+    extra = [n.input[0] for n in m.graph.node if n.op_type in ("Softmax", "LogSoftmax") and n.output[0] in outs and n.input[0] not in outs]
+    if not extra:
+        return path
+    for name in extra:
+        m.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    out = os.path.join(tmp, "with_logits.onnx")
+    onnx.save(m, out)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shrinkwrap", required=True)
@@ -59,6 +75,7 @@ def main() -> int:
             name = os.path.basename(os.path.dirname(path))
         feeds = make_inputs(path, seed=7, arange=args.arange)
         with tempfile.TemporaryDirectory() as tmp:
+            path = expose_logits(path, tmp)
             cmd = [args.shrinkwrap, "run", path, "--output-dir", os.path.join(tmp, "out")]
             for k, v in feeds.items():
                 p = os.path.join(tmp, "in_%d.npy" % len(cmd))

@@ -159,19 +159,28 @@ struct ExecutionPlanner {
                 guard let bf = floatConstant(b)?.floats, bf.count == m else { out.append(n); continue }
                 bias = bf
             }
-            // Group filters by exact bit pattern (weights and bias).
-            var firstOf: [[UInt32]: Int] = [:]
+            // Group filters by exact bit pattern (weights and bias): a cheap
+            // FNV-1a hash per filter, then an exact comparison within a bucket.
+            func same(_ a: Int, _ b: Int) -> Bool {
+                if let bias, bias[a].bitPattern != bias[b].bitPattern { return false }
+                for j in 0..<per where wf[a * per + j].bitPattern != wf[b * per + j].bitPattern { return false }
+                return true
+            }
+            var buckets: [UInt64: [Int]] = [:]  // hash → indices into `uniques`
             var uniqueIndex = [Int](repeating: 0, count: m)
             var uniques: [Int] = []
-            for o in 0..<m {
-                var key = wf[(o * per)..<((o + 1) * per)].map(\.bitPattern)
-                if let bias { key.append(bias[o].bitPattern) }
-                if let u = firstOf[key] {
-                    uniqueIndex[o] = u
-                } else {
-                    firstOf[key] = uniques.count
-                    uniqueIndex[o] = uniques.count
-                    uniques.append(o)
+            wf.withUnsafeBufferPointer { wp in
+                for o in 0..<m {
+                    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+                    for j in 0..<per { h = (h ^ UInt64(wp[o * per + j].bitPattern)) &* 0x100_0000_01b3 }
+                    if let bias { h = (h ^ UInt64(bias[o].bitPattern)) &* 0x100_0000_01b3 }
+                    if let u = buckets[h]?.first(where: { same(uniques[$0], o) }) {
+                        uniqueIndex[o] = u
+                    } else {
+                        buckets[h, default: []].append(uniques.count)
+                        uniqueIndex[o] = uniques.count
+                        uniques.append(o)
+                    }
                 }
             }
             guard uniques.count < m else { out.append(n); continue }
