@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Inference speed: Shrinkwrap vs onnxruntime on the same models, same run.
 
-For each model: `shrinkwrap bench` (warm-up, then --runs timed runs, median
-ms) and onnxruntime's CPU provider with the same thread count (warm-up, then
---runs timed runs, median ms), then the ratio shrinkwrap / onnxruntime.
+For each model, --rounds times alternately: `shrinkwrap bench` (warm-up,
+then --runs timed runs, median ms) and onnxruntime's CPU provider with the
+same thread count (warm-up, then --runs timed runs, median ms). Alternating
+rounds spread a noisy machine's slow spells over both; the table shows the
+median over rounds of each, and their ratio shrinkwrap / onnxruntime.
 
-usage: bench.py --shrinkwrap BIN [--runs 20] [--threads 2] MODEL...
+usage: bench.py --shrinkwrap BIN [--runs 20] [--rounds 3] [--threads 2] MODEL...
 """
 import argparse
 import json
@@ -48,19 +50,24 @@ def main() -> int:
     ap.add_argument("--shrinkwrap", required=True)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     print("%-24s %14s %14s %8s" % ("model (batch 1)", "shrinkwrap ms", "onnxrt ms", "ratio"))
     for path in a.models:
-        r = subprocess.run([a.shrinkwrap, "bench", path, "--runs", str(a.runs), "--threads", str(a.threads), "--json"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print("%-24s shrinkwrap failed: %s" % (os.path.basename(path), r.stderr.strip()))
-            return 1
-        ours = json.loads(r.stdout)["median_ms"]
-        theirs = ort_ms(path, a.runs, a.threads)
-        print("%-24s %14.2f %14.2f %7.2fx" % (os.path.basename(path)[:24], ours, theirs, ours / theirs))
-    print("(median of %d runs after warm-up, %d threads each, onnxruntime %s)" % (a.runs, a.threads, ort.__version__))
+        ours, theirs = [], []
+        for _ in range(a.rounds):
+            r = subprocess.run([a.shrinkwrap, "bench", path, "--runs", str(a.runs), "--threads", str(a.threads), "--json"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print("%-24s shrinkwrap failed: %s" % (os.path.basename(path), r.stderr.strip()))
+                return 1
+            ours.append(json.loads(r.stdout)["median_ms"])
+            theirs.append(ort_ms(path, a.runs, a.threads))
+        o, t = float(np.median(ours)), float(np.median(theirs))
+        print("%-24s %14.2f %14.2f %7.2fx" % (os.path.basename(path)[:24], o, t, o / t))
+    print("(median over %d alternating rounds of the median of %d runs after warm-up; %d threads each; onnxruntime %s)"
+          % (a.rounds, a.runs, a.threads, ort.__version__))
     return 0
 
 

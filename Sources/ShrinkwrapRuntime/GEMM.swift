@@ -60,7 +60,11 @@ public enum GEMM {
     /// tiles make every element's value independent of the thread count.
     static func tiled(m: Int, n: Int, k: Int, threads: Int,
                       _ body: @escaping (_ row: Int, _ rows: Int, _ col: Int, _ cols: Int) -> Void) {
-        let colBlock = 256, rowBlock = 64
+        // At most 8 column tiles of ≥ 256 columns, or 4 row tiles of ≥ 64 rows:
+        // big enough to amortize BLAS packing, enough to balance 2–8 threads.
+        func roundUp(_ v: Int, _ q: Int) -> Int { (v + q - 1) / q * q }
+        let colBlock = max(256, roundUp((n + 7) / 8, 64))
+        let rowBlock = max(64, roundUp((m + 3) / 4, 16))
         var tiles: [(Int, Int, Int, Int)] = []
         if m * n * k < 1 << 18 {
             tiles = [(0, m, 0, n)]

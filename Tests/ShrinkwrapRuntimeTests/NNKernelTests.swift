@@ -147,6 +147,10 @@ final class NNKernelTests: XCTestCase {
             (2, 8, 5, 5, 4, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),      // pointwise fast path
             (1, 8, 6, 6, 4, 1, 2, [2, 2], [0, 0, 0, 0], [1, 1]),      // strided 1×1
             (1, 3, 10, 10, 2, 4, 1, [3, 2], [1, 2, 0, 3], [2, 1]),
+            // Outputs tall enough for the banded path (several bands of output rows).
+            (1, 5, 70, 9, 7, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+            (2, 6, 90, 12, 4, 3, 2, [2, 1], [1, 0, 2, 1], [1, 2]),
+            (1, 8, 64, 40, 6, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),      // banded pointwise
         ]
         for (i, cfg) in configs.enumerated() {
             let (n, c, h, w, m, k, g, s, p, d) = cfg
@@ -161,7 +165,7 @@ final class NNKernelTests: XCTestCase {
     }
 
     func testConvDeterministicAcrossThreads() throws {
-        let xs = [1, 16, 20, 20], ws = [32, 16, 3, 3]
+        let xs = [1, 16, 60, 40], ws = [32, 16, 3, 3]  // 60×40 outputs: several bands
         let x = t(random(xs.reduce(1, *), seed: 7), xs), w = t(random(ws.reduce(1, *), seed: 8), ws)
         let attrs: [String: Attribute] = ["pads": .ints([1, 1, 1, 1])]
         let a = try run1("Conv", [x, w], attrs, threads: 1)

@@ -57,15 +57,26 @@ extension NNKernels {
             }
         } else {
             y = makeFloats(total) { yp in
-                // With a bias the output starts as the bias and sgemm accumulates onto it
-                // (beta = 1 replaces the zero fill sgemm would do for beta = 0).
-                if let bias { fillChannels(yp, values: bias, planes: n * m, plane: pOut) }
-                let beta: Float = bias == nil ? 0 : 1
+                // sgemm writes each block (beta = 0); one pass over the block while it is
+                // in cache then adds the bias and applies a fused Relu.
                 x.withUnsafeBufferPointer { xb in
                     w.withUnsafeBufferPointer { wb in
                         guard let xp = xb.baseAddress, let wp = wb.baseAddress, rows > 0 else {
                             // Zero-sized input channels: the result is the bias alone.
-                            if bias == nil { yp.update(repeating: 0, count: total) }
+                            if let bias { fillChannels(yp, values: bias, planes: n * m, plane: pOut) } else { yp.update(repeating: 0, count: total) }
+                            if fuseRelu { NNKernels.reluInPlace(yp, count: total) }
+                            return
+                        }
+                        let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo) : 0
+                        if bands > 0 && geo.output[1] > bands {
+                            for b in 0..<n {
+                                for g in 0..<group {
+                                    bandedConv(x: xp + (b * ch + g * cg) * pIn, w: wp + g * mg * rows,
+                                               y: yp + (b * m + g * mg) * pOut, channels: cg, filters: mg, geo: geo,
+                                               pointwise: pointwise, bandRows: bands, bias: bias, biasOffset: g * mg,
+                                               relu: fuseRelu, threads: threads)
+                                }
+                            }
                             return
                         }
                         var col = [Float]()
@@ -84,9 +95,10 @@ extension NNKernels {
                                     }
                                     let block = yp + (b * m + g * mg) * pOut
                                     GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
-                                               a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: beta,
+                                               a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: 0,
                                                c: block, ldc: pOut, threads: threads)
-                                    if fuseRelu { NNKernels.reluInPlace(block, count: mg * pOut) }
+                                    NNKernels.epilogue(block, channels: mg, plane: pOut, bias: bias, biasOffset: g * mg,
+                                                       relu: fuseRelu)
                                 }
                             }
                         }
@@ -100,6 +112,22 @@ extension NNKernels {
 
     /// The planner-internal attribute naming an activation fused into a Conv.
     public static let fusedActivationAttribute = "__shrinkwrap_fused_activation"
+
+    /// Adds `bias[biasOffset + c]` to channel c of a block of `channels` planes
+    /// and applies Relu when asked, in one pass.
+    static func epilogue(_ y: UnsafeMutablePointer<Float>, channels: Int, plane: Int, bias: [Float]?, biasOffset: Int,
+                         relu: Bool) {
+        guard bias != nil || relu else { return }
+        for ch in 0..<channels {
+            let p = y + ch * plane
+            let b = bias?[biasOffset + ch] ?? 0
+            if relu {
+                for i in 0..<plane { let v = p[i] + b; p[i] = v < 0 ? 0 : v }
+            } else {
+                for i in 0..<plane { p[i] += b }
+            }
+        }
+    }
 
     /// max(x, 0) keeping NaN (a branch-free select the compiler vectorizes).
     static func reluInPlace(_ p: UnsafeMutablePointer<Float>, count: Int) {
@@ -165,6 +193,91 @@ extension NNKernels {
                             if hi2 < o2 { (dst + hi2).update(repeating: 0, count: o2 - hi2) }
                         }
                         dst += o2
+                    }
+                }
+            }
+        }
+    }
+
+    /// Output rows per band for `bandedConv`: about max(256, output/8)
+    /// columns per band, so a band's im2col slice stays cache-sized and
+    /// there are enough bands to share between threads.
+    static func bandRows(_ geo: WindowGeometry) -> Int {
+        let o1 = geo.output[1], o2 = max(geo.output[2], 1)
+        let target = max(256, (o1 * o2 + 7) / 8)
+        return max(1, min(o1, (target + o2 - 1) / o2))
+    }
+
+    /// 2-D (or 1-D) convolution as one GEMM per band of output rows: each
+    /// band unfolds only its own im2col slice into a per-thread buffer, runs a
+    /// single-threaded sgemm into the output, then adds the bias and a fused
+    /// Relu while the band is in cache. Bands depend only on the shape, so
+    /// results do not depend on the thread count.
+    static func bandedConv(x: UnsafePointer<Float>, w: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>,
+                           channels cg: Int, filters mg: Int, geo: WindowGeometry, pointwise: Bool, bandRows: Int,
+                           bias: [Float]?, biasOffset: Int, relu: Bool, threads: Int) {
+        let k1 = geo.kernel[1], k2 = geo.kernel[2], kc = k1 * k2
+        let in1 = geo.input[1], in2 = geo.input[2]
+        let o1 = geo.output[1], o2 = geo.output[2]
+        let s1 = geo.strides[1], s2 = geo.strides[2]
+        let d1 = geo.dilations[1], d2 = geo.dilations[2]
+        let p1 = geo.padBegin[1], p2 = geo.padBegin[2]
+        let pIn = in1 * in2, pOut = o1 * o2
+        let rows = cg * kc
+        let bandCount = (o1 + bandRows - 1) / bandRows
+        let ys = SendablePointer(y)
+        parallelChunks(bandCount, threads: threads) { range in
+            let buffer = pointwise ? nil : UnsafeMutablePointer<Float>.allocate(capacity: rows * bandRows * o2)
+            defer { buffer?.deallocate() }
+            for band in range {
+                let oh0 = band * bandRows, oh1 = min(o1, oh0 + bandRows)
+                let cols = (oh1 - oh0) * o2
+                let src: UnsafePointer<Float>
+                let ldb: Int
+                if let buffer {
+                    for row in 0..<rows {
+                        let ci = row / kc, kr = row % kc
+                        let kh = kr / k2, kw = kr % k2
+                        let plane = x + ci * pIn
+                        let off2 = kw * d2 - p2
+                        let (lo2, hi2) = NNKernels.validRun(offset: off2, step: s2, limit: in2, n: o2)
+                        var dst = buffer + row * cols
+                        for oh in oh0..<oh1 {
+                            let ih = oh * s1 - p1 + kh * d1
+                            if ih < 0 || ih >= in1 {
+                                dst.update(repeating: 0, count: o2)
+                            } else {
+                                let line = plane + ih * in2
+                                if lo2 > 0 { dst.update(repeating: 0, count: lo2) }
+                                if s2 == 1 {
+                                    (dst + lo2).update(from: line + (lo2 + off2), count: hi2 - lo2)
+                                } else {
+                                    var at = lo2 * s2 + off2
+                                    for ow in lo2..<hi2 { dst[ow] = line[at]; at += s2 }
+                                }
+                                if hi2 < o2 { (dst + hi2).update(repeating: 0, count: o2 - hi2) }
+                            }
+                            dst += o2
+                        }
+                    }
+                    src = UnsafePointer(buffer)
+                    ldb = cols
+                } else {
+                    src = x + oh0 * o2
+                    ldb = pIn
+                }
+                let c = ys.p + oh0 * o2
+                GEMM.sgemm(transA: false, transB: false, m: mg, n: cols, k: rows, a: w, lda: rows,
+                           b: src, ldb: ldb, beta: 0, c: c, ldc: pOut, threads: 1)
+                if bias != nil || relu {
+                    for f in 0..<mg {
+                        let p = c + f * pOut
+                        let bv = bias?[biasOffset + f] ?? 0
+                        if relu {
+                            for i in 0..<cols { let v = p[i] + bv; p[i] = v < 0 ? 0 : v }
+                        } else {
+                            for i in 0..<cols { p[i] += bv }
+                        }
                     }
                 }
             }

@@ -53,8 +53,11 @@ extension NNKernels {
                                     }
                                     let out = dst + r * ow
                                     for o in 0..<ow {
-                                        var m = colMax[lo[o]]
-                                        for i in (lo[o] + 1)..<hi[o] { let v = colMax[i]; m = m > v ? m : v }
+                                        var i = lo[o]
+                                        let end = hi[o]
+                                        var m = colMax[i]
+                                        i &+= 1
+                                        while i < end { let v = colMax[i]; m = m > v ? m : v; i &+= 1 }
                                         out[o] = m
                                     }
                                 }
