@@ -34,3 +34,24 @@ final class RegistryTests: XCTestCase {
         XCTAssertNil(ModelFormats.format(for: URL(fileURLWithPath: "/x/model.bin")))
     }
 }
+
+/// The ops the foundation issue names must import and have a kernel.
+final class RequiredOpsTests: XCTestCase {
+    static let required = """
+        Conv ConvTranspose Gemm MatMul BatchNormalization InstanceNormalization LayerNormalization
+        Add Sub Mul Div Pow Sqrt Reciprocal Neg Abs Exp Log Erf Max Min Mean Sum
+        Relu LeakyRelu PRelu Elu Selu Sigmoid HardSigmoid HardSwish Tanh Softplus Gelu Clip
+        MaxPool AveragePool GlobalAveragePool GlobalMaxPool Softmax LogSoftmax
+        ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ArgMax
+        Flatten Reshape Transpose Squeeze Unsqueeze Concat Split Slice Gather Expand Tile Pad Resize
+        Shape Size Cast Identity Dropout ConstantOfShape Range Where Equal Greater Less Not And Or
+        LSTM GRU DepthToSpace SpaceToDepth
+        """.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+
+    func testEveryRequiredOpImportsAndRuns() {
+        let importable = Set(ONNXImporter.supportedOps)
+        XCTAssertEqual(Self.required.filter { !importable.contains($0) }, [], "not importable")
+        XCTAssertEqual(Self.required.filter { KernelRegistry.kernels[$0] == nil }, [], "no kernel")
+        XCTAssertEqual(Self.required.count, 78)  // the list as the issue gives it
+    }
+}
