@@ -66,11 +66,10 @@ public enum ModelRunner {
     public struct RunError: Error, CustomStringConvertible { public let description: String }
 
     /// The top-k entries of a classifier-like output, or nil when the output
-    /// does not look like class scores (float, one row of ≥ 2 values).
+    /// does not look like class scores (float, exactly one axis longer than 1,
+    /// e.g. [1, 1000] or [1, 1000, 1, 1]).
     public static func topK(_ t: Tensor, k: Int = 5) -> [(index: Int, score: Float)]? {
-        guard let f = t.floats, f.count >= 2 else { return nil }
-        let rows = t.shape.dropLast().reduce(1, *)
-        guard rows == 1 else { return nil }
+        guard let f = t.floats, f.count >= 2, t.shape.filter({ $0 > 1 }).count == 1 else { return nil }
         let order = f.indices.sorted { f[$0] != f[$1] ? f[$0] > f[$1] : $0 < $1 }
         return order.prefix(k).map { ($0, f[$0]) }
     }

@@ -1,0 +1,24 @@
+import Shrinkwrap
+import ShrinkwrapIR
+import XCTest
+
+final class ModelRunnerTests: XCTestCase {
+    func testTopKOnClassScoreShapes() {
+        let scores: [Float] = [0.1, 0.7, 0.2]
+        for shape in [[3], [1, 3], [1, 3, 1, 1]] {
+            let top = ModelRunner.topK(Tensor(scores, shape: shape), k: 2)
+            XCTAssertEqual(top?.map(\.index), [1, 2], "\(shape)")
+        }
+        XCTAssertNil(ModelRunner.topK(Tensor([1, 2, 3, 4, 5, 6], shape: [2, 3])))  // a batch: not one score row
+        XCTAssertNil(ModelRunner.topK(Tensor([1], shape: [1, 1])))
+        XCTAssertNil(ModelRunner.topK(Tensor(ints: [1, 2], shape: [2])))
+        // Ties keep the lower index first.
+        XCTAssertEqual(ModelRunner.topK(Tensor([5, 5, 1], shape: [3]), k: 3)?.map(\.index), [0, 1, 2])
+    }
+
+    func testOutputFileNames() {
+        XCTAssertEqual(ModelRunner.fileName(for: "gpu_0/softmax_1"), "gpu_0_softmax_1")
+        XCTAssertEqual(ModelRunner.fileName(for: "../x"), ".._x")
+        XCTAssertEqual(ModelRunner.fileName(for: ""), "output")
+    }
+}
