@@ -144,6 +144,22 @@ extension NNKernels {
         for p in 0..<planes { (y + p * plane).update(repeating: values[p % ch], count: plane) }
     }
 
+    /// One im2col line: `dst[ow] = line[ow·stride + offset]` for `ow` in
+    /// `valid` (the taps inside the input), zero elsewhere in `0..<count`.
+    @inline(__always)
+    static func unfoldLine(_ line: UnsafePointer<Float>, into dst: UnsafeMutablePointer<Float>, count: Int,
+                           valid: Range<Int>, offset: Int, stride: Int) {
+        let lo = valid.lowerBound, hi = valid.upperBound
+        if lo > 0 { dst.update(repeating: 0, count: lo) }
+        if stride == 1 {
+            (dst + lo).update(from: line + (lo + offset), count: hi - lo)
+        } else {
+            var at = lo * stride + offset
+            for ow in lo..<hi { dst[ow] = line[at]; at += stride }
+        }
+        if hi < count { (dst + hi).update(repeating: 0, count: count - hi) }
+    }
+
     /// Unfolds `channels` input planes into a (channels·kernel) × outputCount
     /// matrix: row (c, kd, kh, kw), column = output position.
     static func im2col(x: UnsafePointer<Float>, channels: Int, geo: WindowGeometry,
@@ -182,15 +198,8 @@ extension NNKernels {
                         if ih < 0 || ih >= in1 {
                             dst.update(repeating: 0, count: o2)
                         } else {
-                            let line = plane + (id * in1 + ih) * in2
-                            if lo2 > 0 { dst.update(repeating: 0, count: lo2) }
-                            if s2 == 1 {
-                                (dst + lo2).update(from: line + (lo2 + off2), count: hi2 - lo2)
-                            } else {
-                                var src = lo2 * s2 + off2
-                                for ow in lo2..<hi2 { dst[ow] = line[src]; src += s2 }
-                            }
-                            if hi2 < o2 { (dst + hi2).update(repeating: 0, count: o2 - hi2) }
+                            NNKernels.unfoldLine(plane + (id * in1 + ih) * in2, into: dst, count: o2,
+                                                 valid: lo2..<hi2, offset: off2, stride: s2)
                         }
                         dst += o2
                     }
@@ -247,15 +256,8 @@ extension NNKernels {
                             if ih < 0 || ih >= in1 {
                                 dst.update(repeating: 0, count: o2)
                             } else {
-                                let line = plane + ih * in2
-                                if lo2 > 0 { dst.update(repeating: 0, count: lo2) }
-                                if s2 == 1 {
-                                    (dst + lo2).update(from: line + (lo2 + off2), count: hi2 - lo2)
-                                } else {
-                                    var at = lo2 * s2 + off2
-                                    for ow in lo2..<hi2 { dst[ow] = line[at]; at += s2 }
-                                }
-                                if hi2 < o2 { (dst + hi2).update(repeating: 0, count: o2 - hi2) }
+                                NNKernels.unfoldLine(plane + ih * in2, into: dst, count: o2,
+                                                     valid: lo2..<hi2, offset: off2, stride: s2)
                             }
                             dst += o2
                         }
