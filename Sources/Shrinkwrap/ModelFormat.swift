@@ -48,7 +48,7 @@ public enum Shrinkwrap {
 /// Writes files atomically: a temporary file in the target folder, then a
 /// rename. Refuses to overwrite any path given as an input.
 public enum AtomicFile {
-    public struct Error: Swift.Error, CustomStringConvertible {
+    public struct Error: UserFacingError {
         public let description: String
     }
 

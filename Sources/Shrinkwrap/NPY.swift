@@ -4,7 +4,7 @@ import ShrinkwrapIR
 /// NumPy `.npy` files: format versions 1.0, 2.0 and 3.0, C order,
 /// little-endian (or byte-order-free) element types.
 public enum NPY {
-    public struct Error: Swift.Error, CustomStringConvertible, Equatable {
+    public struct Error: UserFacingError, Equatable {
         public let file: String
         public let reason: String
         public var description: String { "\(file): \(reason)" }

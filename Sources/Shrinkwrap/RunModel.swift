@@ -63,7 +63,7 @@ public enum ModelRunner {
         return out
     }
 
-    public struct RunError: Error, CustomStringConvertible { public let description: String }
+    public struct RunError: UserFacingError { public let description: String }
 
     /// The top-k entries of a classifier-like output, or nil when the output
     /// does not look like class scores (float, exactly one axis longer than 1,

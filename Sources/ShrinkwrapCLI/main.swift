@@ -5,7 +5,7 @@ import ShrinkwrapIR
 import ShrinkwrapRuntime
 
 /// Errors are printed as one line, `shrinkwrap: error: …`, and exit with 1.
-struct CLIError: Error, CustomStringConvertible {
+struct CLIError: UserFacingError {
     let description: String
 }
 
@@ -18,24 +18,13 @@ struct ShrinkwrapCommand: ParsableCommand {
         subcommands: [Inspect.self, Run.self, Bench.self]
     )
 
-    /// Runs the command; any error becomes one line on stderr and exit code 1.
+    /// Runs the command; a `UserFacingError` becomes one line on stderr and
+    /// exit code 1; usage errors keep ArgumentParser's message and code.
     static func main() {
         do {
             var command = try parseAsRoot()
             try command.run()
-        } catch let e as ImportError {
-            fail(e.description)
-        } catch let e as GraphError {
-            fail(e.description)
-        } catch let e as KernelError {
-            fail(e.description)
-        } catch let e as NPY.Error {
-            fail(e.description)
-        } catch let e as CLIError {
-            fail(e.description)
-        } catch let e as ModelRunner.RunError {
-            fail(e.description)
-        } catch let e as AtomicFile.Error {
+        } catch let e as UserFacingError {
             fail(e.description)
         } catch {
             exit(withError: error)

@@ -31,8 +31,12 @@ extension String {
     }
 }
 
+/// An error meant for the user: its description is one complete line naming
+/// the file and the place. The CLI prints any of these as `shrinkwrap: error: …`.
+public protocol UserFacingError: Error, CustomStringConvertible {}
+
 /// A model file could not be turned into a graph.
-public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum ImportError: UserFacingError, Sendable, Equatable {
     /// The file could not be read at all.
     case unreadable(file: String, reason: String)
     /// The bytes are not a valid file of the expected format.
@@ -64,7 +68,7 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The graph is not well formed.
-public enum GraphError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum GraphError: UserFacingError, Sendable, Equatable {
     /// A node reads a value that no input, constant or earlier node defines.
     case undefinedValue(node: String, value: String)
     /// The nodes form a cycle through these values.
@@ -87,7 +91,7 @@ public enum GraphError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A kernel refused its inputs or attributes while executing.
-public enum KernelError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum KernelError: UserFacingError, Sendable, Equatable {
     /// Input shapes or types the op does not accept.
     case invalidInput(node: String, op: String, reason: String)
     /// An attribute value the op does not accept.
