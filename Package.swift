@@ -17,6 +17,7 @@ let package = Package(
     targets: [
         .target(name: "ShrinkwrapIR"),
         .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
+        .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
         .target(
             name: "ONNXSchema",
             dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -26,12 +27,13 @@ let package = Package(
             name: "ShrinkwrapONNX",
             dependencies: ["ShrinkwrapIR", "ONNXSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
-        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX"]),
+        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX"]),
         .executableTarget(
             name: "ShrinkwrapCLI",
             dependencies: ["Shrinkwrap", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR"]),
+        .testTarget(name: "ShrinkwrapCompressionTests", dependencies: ["ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime"]),
         .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap"]),
         .testTarget(
             name: "ShrinkwrapONNXTests",

@@ -12,13 +12,15 @@ public struct ModelFormat: Sendable {
     public let importer: @Sendable (URL) throws -> Graph
     /// Ops (in the format's own vocabulary) the importer accepts.
     public let supportedOps: [String]
+    /// Serializes a graph to this format; nil while the format has no exporter.
+    public let exporter: (@Sendable (Graph) throws -> Data)?
 }
 
 /// The format registry: one line per format.
 public enum ModelFormats {
     public static let all: [ModelFormat] = [
         ModelFormat(name: "onnx", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
-                    supportedOps: ONNXImporter.supportedOps),
+                    supportedOps: ONNXImporter.supportedOps, exporter: nil),
     ]
 
     /// The format for a path, by extension.
@@ -42,6 +44,28 @@ public enum Shrinkwrap {
         }
         if isDir.boolValue { throw ImportError.unreadable(file: path, reason: "is a folder") }
         return try f.importer(url)
+    }
+
+    /// Fails early when `path` names no format with an exporter, or an input.
+    public static func checkWritable(_ path: String, inputs: [String]) throws {
+        let url = URL(fileURLWithPath: path)
+        let names = ModelFormats.all.filter { $0.exporter != nil }.map { "." + ($0.extensions.first ?? $0.name) }
+        guard let f = ModelFormats.format(for: url), f.exporter != nil else {
+            let known = names.isEmpty ? "no exporter is available yet" : "writable: \(names.joined(separator: ", "))"
+            throw AtomicFile.Error(description: "\(path): cannot write this format (\(known))")
+        }
+        let target = url.standardizedFileURL.resolvingSymlinksInPath().path
+        for i in inputs where URL(fileURLWithPath: i).standardizedFileURL.resolvingSymlinksInPath().path == target {
+            throw AtomicFile.Error(description: "\(path): refusing to overwrite an input file")
+        }
+    }
+
+    /// Writes a graph in the format its extension names, atomically.
+    public static func save(_ graph: Graph, to path: String, inputs: [String]) throws {
+        try checkWritable(path, inputs: inputs)
+        let url = URL(fileURLWithPath: path)
+        guard let f = ModelFormats.format(for: url), let exporter = f.exporter else { return }
+        try AtomicFile.write(try exporter(graph), to: url, protecting: inputs.map { URL(fileURLWithPath: $0) })
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Shrinkwrap
 import ShrinkwrapIR
+import ShrinkwrapCompression
 import ShrinkwrapRuntime
 
 /// Errors are printed as one line, `shrinkwrap: error: …`, and exit with 1.
@@ -15,7 +16,7 @@ struct ShrinkwrapCommand: ParsableCommand {
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
         version: Shrinkwrap.version,
-        subcommands: [Inspect.self, Run.self, Bench.self]
+        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self]
     )
 
     /// Runs the command; a `UserFacingError` becomes one line on stderr and
@@ -164,6 +165,67 @@ struct Bench: ParsableCommand {
         } else {
             print(String(format: "%@: %d runs, %d threads, GEMM %@: median %.2f ms, mean %.2f ms, min %.2f ms",
                          model, times.count, threadsUsed, GEMM.backendName, median, mean, sorted[0]))
+        }
+    }
+}
+
+struct Compress: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compress a model's weights and print what happened to each one.",
+        discussion: "Modes:\n" + WeightCodecs.help)
+
+    @Argument(help: "The model file (.onnx).")
+    var model: String
+
+    @Option(help: ArgumentHelp("Compression mode: \(WeightCodecs.modes.joined(separator: ", ")).", valueName: "mode"))
+    var mode: String?
+
+    @Option(help: "Bits per weight, 1–8 (default 8; custom-lut: the fewest that hold the table).")
+    var bits: Int?
+
+    @Option(help: "per-tensor, per-channel, per-block:B or per-grouped-channel:G (default: the mode's first).")
+    var granularity: String?
+
+    @Flag(help: "linear: signed codes symmetric around 0 (zero point 0).")
+    var symmetric = false
+
+    @Flag(name: .customLong("exact-zero"), help: "linear, asymmetric: an integer zero point, so 0 is exact (what ONNX and TFLite store).")
+    var exactZero = false
+
+    @Flag(name: .customLong("clamp-fp16"), help: "fp16: clamp values beyond ±65504 instead of failing (the log says how many).")
+    var clampFP16 = false
+
+    @Option(help: "custom-lut: the table, a JSON array of numbers.")
+    var lut: String?
+
+    @Option(help: "A JSON plan with global, per-op-type and per-name rules (name beats op type beats global).")
+    var plan: String?
+
+    @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
+    var minElements: Int?
+
+    @Option(help: "Worker threads (default: all cores); the result does not depend on it.")
+    var threads: Int?
+
+    @Option(name: .shortAndLong, help: "Write the compressed model here.")
+    var output: String?
+
+    @Flag(help: "Print the log as JSON.")
+    var json = false
+
+    func run() throws {
+        var settings = CompressionSettings()
+        settings.mode = mode; settings.bits = bits; settings.granularity = granularity
+        settings.symmetric = symmetric; settings.exactZero = exactZero; settings.clampFP16 = clampFP16
+        settings.lutFile = lut; settings.planFile = plan; settings.minElements = minElements
+        _ = try settings.plan()  // option errors before the model is read
+        if let output { try Shrinkwrap.checkWritable(output, inputs: [model]) }
+        var graph = try Shrinkwrap.load(model)
+        let log = try Shrinkwrap.compress(&graph, settings: settings, threads: threads)
+        print(json ? log.json : log.table, terminator: json ? "\n" : "")
+        if let output {
+            try Shrinkwrap.save(graph, to: output, inputs: [model])
+            FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
         }
     }
 }

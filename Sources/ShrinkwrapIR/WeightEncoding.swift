@@ -3,22 +3,24 @@
 /// what a compressed weight means.
 ///
 /// Layouts, their formulas and their cost in bits per weight (N elements,
-/// b bits, G scale or LUT groups):
+/// b bits, S scale blocks or G LUT groups):
 ///
 /// | encoding | element i decodes to | bits per weight |
 /// |---|---|---|
 /// | `dense` | the stored value | 8 × dtype width |
 /// | `float16` | `Half.float(fromBits: bits[i])` | 16 |
-/// | `affine` | `scale[s(i)] × (q[i] − zeroPoint[s(i)])` | b + 48·G / N (fp32 scale + 16-bit zero point per group) |
-/// | `palette` | `lut[g(i)][index[i]]` | b + 32·2^b·G / N |
+/// | `affine` | `scale[s(i)] × q[i] + bias[s(i)]` | b + 32·S/N, + 8·S/N when the biases are integer zero points, + 32·S/N otherwise (none when all are 0) |
+/// | `palette` | `lut[g(i)][index[i]]` | b + 32·2^b·G/N |
 ///
 /// `s(i)` and `g(i)` map an element to its scale block or LUT group; see
-/// `AffineWeights` and `PaletteWeights`.
+/// `AffineWeights` and `PaletteWeights`. The three compressed layouts can
+/// only be built through their validating initializers, so `decoded()` never
+/// meets an index out of range, whatever file the weights came from.
 public enum WeightEncoding: Sendable, Equatable {
     /// Stored as is, in the tensor's own dtype.
     case dense(Tensor)
     /// A float32 weight stored as binary16 bits.
-    case float16(bits: [UInt16], shape: [Int])
+    case float16(Float16Weights)
     /// Linear (affine) quantization, 1–8 bits.
     case affine(AffineWeights)
     /// Palettization: indices into one lookup table per group, 1–8 bits.
@@ -28,11 +30,14 @@ public enum WeightEncoding: Sendable, Equatable {
     public var shape: [Int] {
         switch self {
         case .dense(let t): return t.shape
-        case .float16(_, let shape): return shape
+        case .float16(let h): return h.shape
         case .affine(let a): return a.shape
         case .palette(let p): return p.shape
         }
     }
+
+    /// Number of elements.
+    public var count: Int { shape.reduce(1, *) }
 
     /// Logical element type (compressed encodings are float32 weights).
     public var dtype: DType {
@@ -40,7 +45,13 @@ public enum WeightEncoding: Sendable, Equatable {
         return .float32
     }
 
-    /// Short name for logs and reports.
+    /// Whether the weight is stored in one of the compressed layouts.
+    public var isCompressed: Bool {
+        if case .dense = self { return false }
+        return true
+    }
+
+    /// Short name for logs and reports: "float32", "fp16", "affine4", "palette2".
     public var kind: String {
         switch self {
         case .dense(let t): return t.dtype.rawValue
@@ -51,111 +62,236 @@ public enum WeightEncoding: Sendable, Equatable {
     }
 
     /// Bytes the payload takes when stored natively (packed codes plus
-    /// scales / LUTs), used for size accounting.
+    /// scales / zero points / LUTs), used for size accounting.
     public var storageBytes: Int {
         switch self {
         case .dense(let t): return t.count * t.dtype.byteWidth
-        case .float16(let bits, _): return bits.count * 2
-        case .affine(let a): return (a.q.count * a.bits + 7) / 8 + a.scale.count * 4 + a.zeroPoint.count * 2
-        case .palette(let p): return (p.indices.count * p.bits + 7) / 8 + p.lut.reduce(0) { $0 + $1.count * 4 }
+        case .float16(let h): return h.bits.count * 2
+        case .affine(let a): return a.storageBytes
+        case .palette(let p): return p.storageBytes
         }
+    }
+
+    /// Storage bits per logical element, overhead included.
+    public var bitsPerWeight: Double {
+        let n = count
+        return n == 0 ? 0 : Double(storageBytes * 8) / Double(n)
     }
 
     /// The values this encoding stands for, as a dense tensor.
     public func decoded() -> Tensor {
         switch self {
-        case .dense(let t):
-            return t
-        case .float16(let bits, let shape):
-            return Tensor(bits.map(Half.float(fromBits:)), shape: shape)
-        case .affine(let a):
-            return a.decoded()
-        case .palette(let p):
-            return p.decoded()
+        case .dense(let t): return t
+        case .float16(let h): return h.decoded()
+        case .affine(let a): return a.decoded()
+        case .palette(let p): return p.decoded()
         }
     }
 }
 
-/// Affine quantization: `w[i] = scale[s(i)] × (q[i] − zeroPoint[s(i)])`.
-///
-/// `scaleShape` has the weight's rank; along each axis it is 1 (shared), the
-/// full dimension (per channel), or `ceil(dim / B)` (per block of B). Element
-/// index `(i0, …, ik)` uses scale index `(i0 / b0, …, ik / bk)` with
-/// `bk = ceil(shape[k] / scaleShape[k])`.
-public struct AffineWeights: Sendable, Equatable {
-    public var shape: [Int]
-    /// 1...8.
-    public var bits: Int
-    /// Signed codes lie in [−2^(b−1), 2^(b−1) − 1], unsigned in [0, 2^b − 1].
-    public var signed: Bool
-    /// One code per element, row-major.
-    public var q: [Int16]
-    public var scale: [Float]
-    public var zeroPoint: [Int16]
-    public var scaleShape: [Int]
+/// Why a compressed weight layout is inconsistent (wrong counts, codes out of
+/// range, non-finite scales). Importers wrap it with the file and tensor name.
+public struct WeightLayoutError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
 
-    public init(shape: [Int], bits: Int, signed: Bool, q: [Int16], scale: [Float], zeroPoint: [Int16], scaleShape: [Int]) {
-        self.shape = shape; self.bits = bits; self.signed = signed; self.q = q
-        self.scale = scale; self.zeroPoint = zeroPoint; self.scaleShape = scaleShape
+private func elementCount(_ shape: [Int]) throws(WeightLayoutError) -> Int {
+    guard let n = checkedElementCount(shape) else { throw WeightLayoutError("shape \(shape) is negative or too large") }
+    return n
+}
+
+/// A float32 weight stored as IEEE binary16 bits (round to nearest even).
+public struct Float16Weights: Sendable, Equatable {
+    public let shape: [Int]
+    public let bits: [UInt16]
+
+    public init(shape: [Int], bits: [UInt16]) throws(WeightLayoutError) {
+        let n = try elementCount(shape)
+        guard bits.count == n else { throw WeightLayoutError("\(bits.count) fp16 values for shape \(shape) (\(n) elements)") }
+        self.shape = shape; self.bits = bits
     }
 
-    /// Block length along each axis.
-    public var blocks: [Int] {
-        zip(shape, scaleShape).map { d, s in s <= 0 ? max(d, 1) : max(1, (d + s - 1) / s) }
+    public func decoded() -> Tensor { Tensor(bits.map(Half.float(fromBits:)), shape: shape) }
+}
+
+/// Affine (linear) quantization: `w[i] = scale[s(i)] × q[i] + bias[s(i)]`.
+///
+/// `blockShape` has the weight's rank and says how many consecutive indices
+/// along each axis share one scale: the whole dimension (shared), 1 (one
+/// scale per index: per channel), or B (per block of B; the last block may be
+/// shorter). The scales form a row-major array of shape
+/// `scaleShape[k] = ceil(shape[k] / blockShape[k])`, and element
+/// `(i0, …, ik)` uses scale `(i0 / blockShape[0], …, ik / blockShape[k])`.
+///
+/// Codes are signed (two's complement, `[−2^(b−1), 2^(b−1) − 1]`) or unsigned
+/// (`[0, 2^b − 1]`). The bias form is Core ML NeuralNetwork's and stays
+/// precise whatever the range; formats with an integer zero point
+/// (`w = scale × (q − z)`, ONNX and TFLite) use `integerZeroPoints`, which
+/// recovers `z = −bias / scale` when it is an integer in the code range.
+public struct AffineWeights: Sendable, Equatable {
+    public let shape: [Int]
+    /// 1...8.
+    public let bits: Int
+    public let signed: Bool
+    /// One code per element, row-major.
+    public let q: [Int16]
+    public let blockShape: [Int]
+    public let scaleShape: [Int]
+    public let scale: [Float]
+    public let bias: [Float]
+
+    public init(shape: [Int], bits: Int, signed: Bool, q: [Int16], blockShape: [Int],
+                scale: [Float], bias: [Float]) throws(WeightLayoutError) {
+        guard (1...8).contains(bits) else { throw WeightLayoutError("affine bits \(bits) outside 1...8") }
+        let n = try elementCount(shape)
+        guard q.count == n else { throw WeightLayoutError("\(q.count) codes for shape \(shape) (\(n) elements)") }
+        guard blockShape.count == shape.count else {
+            throw WeightLayoutError("block shape \(blockShape) does not have the weight's rank \(shape.count)")
+        }
+        var scaleShape: [Int] = []
+        for (d, b) in zip(shape, blockShape) {
+            guard b >= 1 else { throw WeightLayoutError("block shape \(blockShape) has a length below 1") }
+            scaleShape.append(d == 0 ? 0 : (d + b - 1) / b)
+        }
+        let s = scaleShape.reduce(1, *)
+        guard scale.count == s, bias.count == s else {
+            throw WeightLayoutError("\(scale.count) scales and \(bias.count) biases for \(s) blocks (block shape \(blockShape), shape \(shape))")
+        }
+        if let bad = scale.firstIndex(where: { !$0.isFinite }) { throw WeightLayoutError("scale[\(bad)] is \(scale[bad])") }
+        if let bad = bias.firstIndex(where: { !$0.isFinite }) { throw WeightLayoutError("bias[\(bad)] is \(bias[bad])") }
+        let range = AffineWeights.codeRange(bits: bits, signed: signed)
+        if let bad = q.firstIndex(where: { !range.contains(Int($0)) }) {
+            throw WeightLayoutError("code \(q[bad]) at element \(bad) outside \(range) for \(bits)-bit \(signed ? "signed" : "unsigned") codes")
+        }
+        self.shape = shape; self.bits = bits; self.signed = signed; self.q = q
+        self.blockShape = blockShape; self.scaleShape = scaleShape; self.scale = scale; self.bias = bias
+    }
+
+    /// The codes a b-bit signed or unsigned integer holds.
+    public static func codeRange(bits: Int, signed: Bool) -> ClosedRange<Int> {
+        signed ? -(1 << (bits - 1))...((1 << (bits - 1)) - 1) : 0...((1 << bits) - 1)
+    }
+
+    public var codeRange: ClosedRange<Int> { AffineWeights.codeRange(bits: bits, signed: signed) }
+
+    /// The zero points `z = −bias / scale` when every one is (within 10⁻³) an
+    /// integer in the code range, as ONNX and TFLite store them; else nil.
+    public var integerZeroPoints: [Int]? {
+        let r = codeRange
+        var out: [Int] = []
+        out.reserveCapacity(bias.count)
+        for (s, b) in zip(scale, bias) {
+            if b == 0 { out.append(0); continue }
+            guard s != 0 else { return nil }
+            let z = -Double(b) / Double(s)
+            let zi = z.rounded()
+            guard abs(z - zi) <= 1e-3, zi >= Double(r.lowerBound), zi <= Double(r.upperBound) else { return nil }
+            out.append(Int(zi))
+        }
+        return out
+    }
+
+    public var isSymmetric: Bool { bias.allSatisfy { $0 == 0 } }
+
+    /// Packed codes, fp32 scales, and the offsets: none when all are 0, one
+    /// byte each as integer zero points, fp32 biases otherwise.
+    public var storageBytes: Int {
+        let offsets = isSymmetric ? 0 : (integerZeroPoints != nil ? bias.count : bias.count * 4)
+        return (q.count * bits + 7) / 8 + scale.count * 4 + offsets
     }
 
     public func decoded() -> Tensor {
-        let n = q.count
-        var out = [Float](repeating: 0, count: n)
-        let sStrides = stridesOf(scaleShape)
-        let blk = blocks
+        var out = [Float](repeating: 0, count: q.count)
+        guard !q.isEmpty else { return Tensor(out, shape: shape) }
         let rank = shape.count
-        var idx = [Int](repeating: 0, count: rank)
-        for i in 0..<n {
-            var s = 0
-            for k in 0..<rank { s += (idx[k] / blk[k]) * sStrides[k] }
-            out[i] = scale[s] * Float(Int32(q[i]) - Int32(zeroPoint[s]))
-            var k = rank - 1
-            while k >= 0 {
-                idx[k] += 1
-                if idx[k] < shape[k] { break }
-                idx[k] = 0
-                k -= 1
+        if rank == 0 {
+            out[0] = scale[0] * Float(q[0]) + bias[0]
+            return Tensor(out, shape: shape)
+        }
+        let strides = stridesOf(shape)
+        let sStrides = stridesOf(scaleShape)
+        // Scale offset contributed by each index of the innermost axis.
+        let last = rank - 1
+        let inner = (0..<shape[last]).map { ($0 / blockShape[last]) * sStrides[last] }
+        out.withUnsafeMutableBufferPointer { o in
+            q.withUnsafeBufferPointer { qp in
+                func walk(_ axis: Int, _ base: Int, _ sBase: Int) {
+                    if axis == last {
+                        for i in 0..<shape[last] {
+                            let s = sBase + inner[i]
+                            o[base + i] = scale[s] * Float(qp[base + i]) + bias[s]
+                        }
+                        return
+                    }
+                    for i in 0..<shape[axis] {
+                        walk(axis + 1, base + i * strides[axis], sBase + (i / blockShape[axis]) * sStrides[axis])
+                    }
+                }
+                walk(0, 0, 0)
             }
         }
         return Tensor(out, shape: shape)
     }
 }
 
-/// Palettization: `w[i] = lut[g(i)][indices[i]]`, `g(i) = i_axis / groupSize`
-/// (one group when `groupSize` covers the whole axis). Each LUT has 2^bits
-/// entries.
+/// Palettization: `w[i] = lut[g(i)][indices[i]]` with
+/// `g(i) = (index of i along axis) / groupSize`: one table per group of
+/// `groupSize` consecutive slices along `axis` (the output-channel axis); one
+/// table for the whole tensor when `groupSize` covers the axis. Every table
+/// has exactly 2^bits entries.
 public struct PaletteWeights: Sendable, Equatable {
-    public var shape: [Int]
+    public let shape: [Int]
     /// 1...8.
-    public var bits: Int
-    public var indices: [UInt8]
-    public var lut: [[Float]]
-    /// The axis groups are taken along (the output-channel axis).
-    public var axis: Int
-    /// Channels per group along `axis`.
-    public var groupSize: Int
+    public let bits: Int
+    public let indices: [UInt8]
+    public let lut: [[Float]]
+    /// The axis groups are taken along (0 for a rank-0 weight).
+    public let axis: Int
+    /// Slices per group along `axis`.
+    public let groupSize: Int
 
-    public init(shape: [Int], bits: Int, indices: [UInt8], lut: [[Float]], axis: Int, groupSize: Int) {
+    public init(shape: [Int], bits: Int, indices: [UInt8], lut: [[Float]], axis: Int, groupSize: Int) throws(WeightLayoutError) {
+        guard (1...8).contains(bits) else { throw WeightLayoutError("palette bits \(bits) outside 1...8") }
+        let n = try elementCount(shape)
+        guard indices.count == n else { throw WeightLayoutError("\(indices.count) indices for shape \(shape) (\(n) elements)") }
+        guard axis >= 0, axis < max(shape.count, 1) else { throw WeightLayoutError("palette axis \(axis) outside rank \(shape.count)") }
+        guard groupSize >= 1 else { throw WeightLayoutError("palette group size \(groupSize) below 1") }
+        let dim = shape.isEmpty ? 1 : shape[axis]
+        let groups = max(1, (dim + groupSize - 1) / groupSize)
+        guard lut.count == groups else {
+            throw WeightLayoutError("\(lut.count) lookup tables for \(groups) groups of \(groupSize) along axis \(axis) (shape \(shape))")
+        }
+        let entries = 1 << bits
+        for (g, table) in lut.enumerated() {
+            guard table.count == entries else { throw WeightLayoutError("lookup table \(g) has \(table.count) entries, \(bits) bits need \(entries)") }
+            if let bad = table.firstIndex(where: { !$0.isFinite }) { throw WeightLayoutError("lookup table \(g) entry \(bad) is \(table[bad])") }
+        }
+        if let bad = indices.firstIndex(where: { Int($0) >= entries }) {
+            throw WeightLayoutError("index \(indices[bad]) at element \(bad) does not fit \(bits) bits")
+        }
         self.shape = shape; self.bits = bits; self.indices = indices; self.lut = lut
         self.axis = axis; self.groupSize = groupSize
     }
 
+    /// Packed indices and fp32 tables.
+    public var storageBytes: Int { (indices.count * bits + 7) / 8 + lut.count * (1 << bits) * 4 }
+
     public func decoded() -> Tensor {
-        let n = indices.count
-        var out = [Float](repeating: 0, count: n)
-        let inner = shape.count > axis ? shape[(axis + 1)...].reduce(1, *) : 1
-        let dim = shape.count > axis ? shape[axis] : 1
-        let gs = max(groupSize, 1)
-        for i in 0..<n {
-            let c = (i / inner) % max(dim, 1)
-            let table = lut[min(c / gs, lut.count - 1)]
-            out[i] = table[Int(indices[i])]
+        var out = [Float](repeating: 0, count: indices.count)
+        let dim = shape.isEmpty ? 1 : shape[axis]
+        let inner = shape.isEmpty ? 1 : shape[(axis + 1)...].reduce(1, *)
+        let outer = shape.isEmpty ? 1 : shape[..<axis].reduce(1, *)
+        var i = 0
+        for _ in 0..<outer {
+            for c in 0..<dim {
+                let table = lut[c / groupSize]
+                for _ in 0..<inner {
+                    out[i] = table[Int(indices[i])]
+                    i += 1
+                }
+            }
         }
         return Tensor(out, shape: shape)
     }

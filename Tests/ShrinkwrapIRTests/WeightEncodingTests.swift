@@ -2,35 +2,80 @@ import ShrinkwrapIR
 import XCTest
 
 final class WeightEncodingTests: XCTestCase {
-    func testFloat16Decodes() {
-        let e = WeightEncoding.float16(bits: [0x3C00, 0xC000, 0x3800, 0x0000], shape: [2, 2])
+    func testFloat16Decodes() throws {
+        let e = WeightEncoding.float16(try Float16Weights(shape: [2, 2], bits: [0x3C00, 0xC000, 0x3800, 0x0000]))
         XCTAssertEqual(e.decoded(), Tensor([1, -2, 0.5, 0], shape: [2, 2]))
         XCTAssertEqual(e.storageBytes, 8)
+        XCTAssertEqual(e.bitsPerWeight, 16)
         XCTAssertEqual(e.dtype, .float32)
+        XCTAssertThrowsError(try Float16Weights(shape: [3], bits: [0, 0]))
     }
 
-    func testAffinePerChannelDecodes() {
+    func testAffinePerChannelDecodes() throws {
         // 2 output channels × 3 weights; channel 0: scale 0.5, zero point 2; channel 1: scale 2, zero point −1.
-        let a = AffineWeights(shape: [2, 3], bits: 4, signed: true, q: [2, 4, 0, -1, 0, 3],
-                              scale: [0.5, 2], zeroPoint: [2, -1], scaleShape: [2, 1])
-        // w = s·(q − z): [0, 1, −1, 0, 2, 8]
+        let a = try AffineWeights(shape: [2, 3], bits: 4, signed: true, q: [2, 4, 0, -1, 0, 3],
+                                  blockShape: [1, 3], scale: [0.5, 2], bias: [-1, 2])
+        XCTAssertEqual(a.scaleShape, [2, 1])
+        XCTAssertEqual(a.integerZeroPoints, [2, -1])
+        // w = s·q + b = s·(q − z): [0, 1, −1, 0, 2, 8]
         XCTAssertEqual(WeightEncoding.affine(a).decoded().floats, [0, 1, -1, 0, 2, 8])
-        // 6 codes × 4 bits = 3 bytes + 2 scales × 4 + 2 zero points × 2.
-        XCTAssertEqual(WeightEncoding.affine(a).storageBytes, 3 + 8 + 4)
+        // 6 codes × 4 bits = 3 bytes + 2 fp32 scales + 2 one-byte zero points.
+        XCTAssertEqual(WeightEncoding.affine(a).storageBytes, 3 + 8 + 2)
     }
 
-    func testAffinePerBlockDecodes() {
-        // 1×4 weight, blocks of 2 along axis 1: scales [1, 10].
-        let a = AffineWeights(shape: [1, 4], bits: 8, signed: false, q: [1, 2, 3, 4],
-                              scale: [1, 10], zeroPoint: [0, 1], scaleShape: [1, 2])
-        XCTAssertEqual(a.decoded().floats, [1, 2, 20, 30])
+    func testAffineBlocksWithShortLastBlock() throws {
+        // 1×5 weight, blocks of 2 along axis 1 → 3 scales; the last block holds one element.
+        let a = try AffineWeights(shape: [1, 5], bits: 8, signed: false, q: [1, 2, 3, 4, 5],
+                                  blockShape: [1, 2], scale: [1, 10, 100], bias: [0, -10, -50])
+        XCTAssertEqual(a.scaleShape, [1, 3])
+        XCTAssertEqual(a.decoded().floats, [1, 2, 20, 30, 450])
+        XCTAssertNil(a.integerZeroPoints)
+        // 5 bytes of codes + 3 scales + 3 fp32 biases (one zero point would be fractional).
+        XCTAssertEqual(a.storageBytes, 5 + 12 + 12)
     }
 
-    func testPaletteGroupsDecode() {
+    func testAffineRankFourPerChannelAndScalar() throws {
+        let q: [Int16] = (0..<16).map { Int16($0 % 4) }
+        let a = try AffineWeights(shape: [2, 2, 2, 2], bits: 2, signed: false, q: q, blockShape: [1, 2, 2, 2],
+                                  scale: [1, -1], bias: [0, 0])
+        XCTAssertEqual(a.decoded().floats, (0..<16).map { Float($0 % 4) * ($0 < 8 ? 1 : -1) })
+        let s = try AffineWeights(shape: [], bits: 1, signed: true, q: [-1], blockShape: [], scale: [3], bias: [0])
+        XCTAssertEqual(s.decoded().floats, [-3])
+    }
+
+    func testAffineRejectsInconsistentLayouts() {
+        XCTAssertThrowsError(try AffineWeights(shape: [2], bits: 9, signed: false, q: [0, 0], blockShape: [2], scale: [1], bias: [0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [2], bits: 4, signed: false, q: [0], blockShape: [2], scale: [1], bias: [0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [2], bits: 4, signed: false, q: [0, 16], blockShape: [2], scale: [1], bias: [0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [2], bits: 4, signed: true, q: [0, -9], blockShape: [2], scale: [1], bias: [0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [2], bits: 4, signed: false, q: [0, 1], blockShape: [1], scale: [1], bias: [0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [2], bits: 4, signed: false, q: [0, 1], blockShape: [0], scale: [1, 1], bias: [0, 0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [2], bits: 4, signed: false, q: [0, 1], blockShape: [2], scale: [.nan], bias: [0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [2, 2], bits: 4, signed: false, q: [0, 1, 1, 1], blockShape: [2], scale: [1], bias: [0]))
+        XCTAssertThrowsError(try AffineWeights(shape: [-1], bits: 4, signed: false, q: [], blockShape: [1], scale: [], bias: []))
+    }
+
+    func testPaletteGroupsDecode() throws {
         // 4 channels × 2 weights, groups of 2 channels, 1-bit LUTs.
-        let p = PaletteWeights(shape: [4, 2], bits: 1, indices: [0, 1, 1, 0, 0, 0, 1, 1],
-                               lut: [[-1, 1], [10, 20]], axis: 0, groupSize: 2)
+        let p = try PaletteWeights(shape: [4, 2], bits: 1, indices: [0, 1, 1, 0, 0, 0, 1, 1],
+                                   lut: [[-1, 1], [10, 20]], axis: 0, groupSize: 2)
         XCTAssertEqual(p.decoded().floats, [-1, 1, 1, -1, 10, 10, 20, 20])
         XCTAssertEqual(WeightEncoding.palette(p).storageBytes, 1 + 16)
+    }
+
+    func testPaletteAlongAxisOneWithShortLastGroup() throws {
+        // [2, 3] with groups of 2 along axis 1 → channels {0,1} use table 0, channel 2 table 1.
+        let p = try PaletteWeights(shape: [2, 3], bits: 1, indices: [1, 0, 1, 0, 1, 0],
+                                   lut: [[0, 1], [5, 6]], axis: 1, groupSize: 2)
+        XCTAssertEqual(p.decoded().floats, [1, 0, 6, 0, 1, 5])
+    }
+
+    func testPaletteRejectsInconsistentLayouts() {
+        XCTAssertThrowsError(try PaletteWeights(shape: [2], bits: 1, indices: [0, 2], lut: [[0, 1]], axis: 0, groupSize: 2))
+        XCTAssertThrowsError(try PaletteWeights(shape: [2], bits: 2, indices: [0, 1], lut: [[0, 1]], axis: 0, groupSize: 2))
+        XCTAssertThrowsError(try PaletteWeights(shape: [2], bits: 1, indices: [0, 1], lut: [[0, 1]], axis: 0, groupSize: 1))
+        XCTAssertThrowsError(try PaletteWeights(shape: [2], bits: 1, indices: [0, 1], lut: [[0, 1]], axis: 1, groupSize: 2))
+        XCTAssertThrowsError(try PaletteWeights(shape: [2], bits: 1, indices: [0, 1], lut: [[0, .infinity]], axis: 0, groupSize: 2))
+        XCTAssertThrowsError(try PaletteWeights(shape: [2], bits: 1, indices: [0, 1], lut: [[0, 1]], axis: 0, groupSize: 0))
     }
 }

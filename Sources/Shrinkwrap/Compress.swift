@@ -1,0 +1,124 @@
+import Foundation
+import ShrinkwrapCompression
+import ShrinkwrapIR
+
+/// Compression settings as the command line gives them.
+public struct CompressionSettings: Sendable {
+    public var mode: String?
+    public var bits: Int?
+    public var granularity: String?
+    public var symmetric = false
+    public var exactZero = false
+    public var clampFP16 = false
+    public var lutFile: String?
+    public var planFile: String?
+    public var minElements: Int?
+
+    public init() {}
+
+    /// The plan: the file's rules, with the flags as the global rule (flags
+    /// beat the file's "global"; name and op-type rules still beat both).
+    public func plan() throws -> CompressionPlan {
+        var plan = try planFile.map { try CompressionPlan.load($0) } ?? CompressionPlan()
+        if let minElements {
+            guard minElements >= 0 else { throw CompressionError.badPlan(file: "--min-elements", reason: "must be at least 0") }
+            plan.minElements = minElements
+        }
+        guard let mode else {
+            if planFile == nil { throw CompressionError.badPlan(file: "(command line)", reason: "give --mode or --plan") }
+            if bits != nil || granularity != nil || symmetric || exactZero || clampFP16 || lutFile != nil {
+                throw CompressionError.badPlan(file: "(command line)", reason: "--bits, --granularity, --symmetric, --exact-zero, --clamp-fp16 and --lut need --mode")
+            }
+            return plan
+        }
+        let codec = try WeightCodecs.codec(named: mode)
+        var o = CodecOptions()
+        if let g = granularity { o.granularity = try Granularity(parsing: g) } else if let first = codec.granularities.first {
+            o.granularity = (try? Granularity(parsing: first)) ?? .perTensor
+        }
+        o.symmetric = symmetric
+        o.exactZero = exactZero
+        o.clampFP16 = clampFP16
+        if symmetric && exactZero { throw CompressionError.badPlan(file: "(command line)", reason: "--symmetric already makes 0 exact; drop --exact-zero") }
+        if (symmetric || exactZero) && mode != "linear" {
+            throw CompressionError.badPlan(file: "(command line)", reason: "--symmetric and --exact-zero apply to --mode linear only")
+        }
+        if clampFP16 && mode != "fp16" { throw CompressionError.badPlan(file: "(command line)", reason: "--clamp-fp16 applies to --mode fp16 only") }
+        if let lutFile {
+            guard mode == "custom-lut" else { throw CompressionError.badPlan(file: "(command line)", reason: "--lut applies to --mode custom-lut only") }
+            o.lut = try CustomLUTCodec.loadTable(lutFile)
+        } else if mode == "custom-lut" {
+            throw CompressionError.badPlan(file: "(command line)", reason: "--mode custom-lut needs --lut FILE.json")
+        }
+        if let bits {
+            guard codec.bitWidths != nil else { throw CompressionError.badPlan(file: "(command line)", reason: "--mode \(mode) has a fixed width; drop --bits") }
+            o.bits = bits
+        } else if let lut = o.lut {
+            o.bits = CustomLUTCodec.bits(for: lut.count)
+        }
+        if let range = codec.bitWidths, !range.contains(o.bits) {
+            throw CompressionError.unsupportedBits(mode: mode, bits: o.bits, allowed: "\(range.lowerBound)–\(range.upperBound)")
+        }
+        guard codec.granularities.contains(o.granularity.family) else {
+            throw CompressionError.unsupportedGranularity(mode: mode, granularity: o.granularity.description, supported: codec.granularities.joined(separator: ", "))
+        }
+        plan.global = .compress(CompressionRule(mode: mode, options: o))
+        return plan
+    }
+}
+
+extension CompressionLog {
+    /// A fixed-width table, one line per constant, then totals.
+    public var table: String {
+        func fmt(_ x: Double?, _ f: String) -> String { x.map { String(format: f, $0) } ?? "-" }
+        var rows: [[String]] = [["weight", "shape", "encoding", "before", "after", "SQNR dB", "max |err|", "note"]]
+        for e in entries {
+            let note = e.skipped.map { "skipped: \($0)" } ?? ([e.rule ?? ""] + e.notes).joined(separator: "; ")
+            let sqnr = e.compressed ? (e.sqnrDB.map { String(format: "%.2f", $0) } ?? "exact") : "-"
+            rows.append([e.name, "[" + e.shape.map(String.init).joined(separator: ",") + "]", e.encoding,
+                         Inspection.formatBytes(e.bytesBefore), Inspection.formatBytes(e.bytesAfter),
+                         sqnr, e.compressed ? fmt(e.maxAbsError, "%.3g") : "-", note])
+        }
+        var widths = [Int](repeating: 0, count: rows[0].count)
+        for r in rows { for (i, c) in r.enumerated() where i < r.count - 1 { widths[i] = max(widths[i], min(c.count, 48)) } }
+        var out = ""
+        for r in rows {
+            var line = ""
+            for (i, c) in r.enumerated() {
+                let cell = c.count > 48 && i < r.count - 1 ? String(c.prefix(47)) + "…" : c
+                line += i < r.count - 1 ? cell + String(repeating: " ", count: max(0, widths[i] - cell.count) + 2) : cell
+            }
+            out += line.escapingControlCharacters.trimmingTrailingSpaces + "\n"
+        }
+        let before = bytesBefore, after = bytesAfter
+        let pct = before > 0 ? 100 * (1 - Double(after) / Double(before)) : 0
+        out += String(format: "%d of %d constants compressed: %@ → %@ (%.1f%% smaller), %.2f s on %d thread(s)\n",
+                      compressedCount, entries.count, Inspection.formatBytes(before), Inspection.formatBytes(after), pct, seconds, threads)
+        return out
+    }
+
+    /// Pretty JSON with sorted keys; every field of every entry.
+    public var json: String {
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let d = try? enc.encode(self) else { return "{}" }
+        return String(decoding: d, as: UTF8.self)
+    }
+}
+
+extension String {
+    var trimmingTrailingSpaces: String {
+        var s = Substring(self)
+        while s.last == " " { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+extension Shrinkwrap {
+    /// Compresses a graph's weights as the settings say.
+    public static func compress(_ graph: inout Graph, settings: CompressionSettings, threads: Int? = nil) throws -> CompressionLog {
+        let plan = try settings.plan()
+        let n = threads ?? ProcessInfo.processInfo.activeProcessorCount
+        return try CompressWeights.run(&graph, plan: plan, threads: max(1, n))
+    }
+}

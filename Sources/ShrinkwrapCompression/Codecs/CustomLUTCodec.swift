@@ -1,0 +1,52 @@
+import Foundation
+import ShrinkwrapIR
+
+/// A lookup table the user brings (`--lut table.json`): every weight maps to
+/// its nearest entry. The table keeps the user's order (index j is entry j)
+/// and is padded to 2^bits with its last entry; bits default to the fewest
+/// that hold the table.
+public struct CustomLUTCodec: WeightCodec {
+    public init() {}
+    public let mode = "custom-lut"
+    public let summary = "your own lookup table from --lut FILE.json (a JSON array of numbers, or {\"lut\": [...]})"
+    public let bitWidths: ClosedRange<Int>? = 1...8
+    public let granularities = ["per-tensor"]
+
+    public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
+        guard let lut = o.lut, !lut.isEmpty else {
+            throw .badLUT(file: "(none)", reason: "mode custom-lut needs a table (--lut FILE.json)")
+        }
+        guard lut.count <= 1 << o.bits else {
+            throw .badLUT(file: "(table)", reason: "\(lut.count) entries do not fit \(o.bits) bits")
+        }
+        let p = try palettize(w, bits: o.bits, granularity: o.granularity) { _, _ in lut }
+        return CodecResult(encoding: .palette(p))
+    }
+
+    /// Reads a table: a JSON array of finite numbers, or an object with a "lut" array.
+    public static func loadTable(_ path: String) throws(CompressionError) -> [Float] {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .badLUT(file: path, reason: "cannot read the file") }
+        struct Wrapped: Decodable { var lut: [Double] }
+        let values: [Double]
+        if let a = try? JSONDecoder().decode([Double].self, from: data) {
+            values = a
+        } else if let o = try? JSONDecoder().decode(Wrapped.self, from: data) {
+            values = o.lut
+        } else {
+            throw .badLUT(file: path, reason: "expected a JSON array of numbers, or an object with a \"lut\" array of numbers")
+        }
+        guard !values.isEmpty else { throw .badLUT(file: path, reason: "the table is empty") }
+        guard values.count <= 256 else { throw .badLUT(file: path, reason: "\(values.count) entries; at most 256 (8 bits)") }
+        if let i = values.firstIndex(where: { !Float($0).isFinite }) {
+            throw .badLUT(file: path, reason: "entry \(i) (\(values[i])) is not a finite float32")
+        }
+        return values.map { Float($0) }
+    }
+
+    /// The fewest bits that index a table of `count` entries (at least 1).
+    public static func bits(for count: Int) -> Int {
+        var b = 1
+        while (1 << b) < count { b += 1 }
+        return b
+    }
+}

@@ -1,0 +1,236 @@
+import Dispatch
+import Foundation
+import ShrinkwrapIR
+
+/// What the compress pass did with one constant.
+public struct CompressionLogEntry: Sendable, Equatable, Codable {
+    public var name: String
+    /// Consumers, as "Conv 'conv1'"; empty for an unused constant.
+    public var usedBy: [String]
+    public var shape: [Int]
+    public var elements: Int
+    /// The encoding after the pass ("float32" when left alone).
+    public var encoding: String
+    /// The rule applied ("kmeans-lut 4-bit per-tensor"), nil when skipped.
+    public var rule: String?
+    /// Why it was left alone, nil when compressed.
+    public var skipped: String?
+    public var bytesBefore: Int
+    public var bytesAfter: Int
+    /// Signal-to-quantization-noise ratio in dB; nil when the error is zero (or the weight is not compressed).
+    public var sqnrDB: Double?
+    public var maxAbsError: Double?
+    /// Sum of squared errors over the tensor.
+    public var sse: Double?
+    /// Encoding time (the only field that varies between runs).
+    public var milliseconds: Double?
+    public var notes: [String]
+
+    public var compressed: Bool { skipped == nil }
+}
+
+/// The whole log of one pass, in constant order.
+public struct CompressionLog: Sendable, Equatable, Codable {
+    public var entries: [CompressionLogEntry]
+    public var seconds: Double
+    public var threads: Int
+
+    public var bytesBefore: Int { entries.reduce(0) { $0 + $1.bytesBefore } }
+    public var bytesAfter: Int { entries.reduce(0) { $0 + $1.bytesAfter } }
+    public var compressedCount: Int { entries.filter(\.compressed).count }
+}
+
+/// The compress pass: rewrites the chosen constants of a graph into their
+/// compressed encodings and logs every constant, compressed or not.
+public enum CompressWeights {
+    /// A weight's role at one use.
+    enum Role: Equatable {
+        case weight(outputAxis: Int, inputAxis: Int)
+        case notWeight(String)
+    }
+
+    /// The role of input `index` of `node` (whose tensor has `rank` dimensions).
+    static func role(of node: Node, input index: Int, rank: Int, graph: Graph) -> Role {
+        let here = "\(node.opType) '\(node.label)'"
+        switch (node.opType, index) {
+        case ("Conv", 1): return .weight(outputAxis: 0, inputAxis: min(1, max(rank - 1, 0)))
+        case ("ConvTranspose", 1): return .weight(outputAxis: min(1, max(rank - 1, 0)), inputAxis: 0)
+        case ("Conv", 2), ("ConvTranspose", 2), ("Gemm", 2): return .notWeight("bias of \(here)")
+        case ("Gemm", 1):
+            if case .int(let t)? = node.attributes["transB"], t != 0 { return .weight(outputAxis: 0, inputAxis: min(1, max(rank - 1, 0))) }
+            return .weight(outputAxis: min(1, max(rank - 1, 0)), inputAxis: 0)
+        case ("MatMul", 1) where rank >= 2: return .weight(outputAxis: rank - 1, inputAxis: rank - 2)
+        case ("Gather", 0):
+            let axis: Int
+            if case .int(let a)? = node.attributes["axis"] { axis = a } else { axis = 0 }
+            if rank >= 2, axis == 0, let idx = node.input(1), !graph.isConstant(idx) { return .weight(outputAxis: 0, inputAxis: 1) }
+            return .notWeight("table of \(here) is not an embedding lookup")
+        case ("LSTM", 1), ("LSTM", 2), ("GRU", 1), ("GRU", 2), ("RNN", 1), ("RNN", 2):
+            return .weight(outputAxis: min(1, max(rank - 1, 0)), inputAxis: min(2, max(rank - 1, 0)))
+        case ("LSTM", 3), ("GRU", 3), ("RNN", 3): return .notWeight("bias of \(here)")
+        case ("BatchNormalization", _), ("InstanceNormalization", _), ("LayerNormalization", _),
+             ("GroupNormalization", _), ("RMSNormalization", _):
+            return .notWeight("normalization parameter of \(here)")
+        default:
+            return .notWeight("input \(index) of \(here) is not a weight")
+        }
+    }
+
+    struct Task: Sendable {
+        var index: Int
+        var input: WeightInput
+        var rule: CompressionRule
+        var codec: any WeightCodec
+    }
+
+    /// Compresses `graph`'s weights in place as `plan` says, using up to
+    /// `threads` threads (results do not depend on the count). Throws the
+    /// first error in constant order, after every weight was tried.
+    public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1) throws(CompressionError) -> CompressionLog {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var uses: [String: [(node: Node, input: Int)]] = [:]
+        for node in graph.nodes {
+            for (i, name) in node.inputs.enumerated() where !name.isEmpty && graph.isConstant(name) {
+                uses[name, default: []].append((node, i))
+            }
+        }
+        var entries: [CompressionLogEntry] = []
+        var tasks: [Task] = []
+        for c in graph.constants {
+            let enc = c.encoding
+            let users = uses[c.name] ?? []
+            var entry = CompressionLogEntry(
+                name: c.name, usedBy: users.map { "\($0.node.opType) '\($0.node.label)'" }, shape: enc.shape,
+                elements: enc.count, encoding: enc.kind, rule: nil, skipped: nil,
+                bytesBefore: enc.storageBytes, bytesAfter: enc.storageBytes, sqnrDB: nil, maxAbsError: nil, sse: nil,
+                milliseconds: nil, notes: [])
+            func skip(_ why: String) { entry.skipped = why; entries.append(entry) }
+
+            guard case .dense(let t) = enc else { skip("already compressed (\(enc.kind))"); continue }
+            guard t.dtype == .float32, let values = t.floats else { skip("\(t.dtype.rawValue) tensor (not a float32 weight)"); continue }
+            let named = plan.byName[c.name]
+            if named == .skip { skip("skipped by the plan's rule for this name"); continue }
+            // Roles at every use; a tensor is a weight only if every use agrees.
+            var axes: (Int, Int)? = nil
+            var notWeight: String? = nil
+            for u in users {
+                switch role(of: u.node, input: u.input, rank: t.rank, graph: graph) {
+                case .weight(let o, let i):
+                    if let a = axes, a != (o, i) { notWeight = "used with different channel axes by its consumers" }
+                    axes = (o, i)
+                case .notWeight(let why):
+                    notWeight = notWeight ?? why
+                }
+            }
+            let rule: CompressionRule
+            if case .compress(let r)? = named {
+                rule = r
+            } else {
+                if users.isEmpty { skip("not used by any node"); continue }
+                if let why = notWeight { skip(why); continue }
+                if t.count < plan.minElements { skip("\(t.count) elements, fewer than the minimum \(plan.minElements)"); continue }
+                let opTypes = users.map(\.node.opType)
+                if let op = opTypes.first(where: { plan.byOpType[$0] != nil }), let choice = plan.byOpType[op] {
+                    guard case .compress(let r) = choice else { skip("skipped by the plan's rule for \(op)"); continue }
+                    rule = r
+                } else if case .compress(let r)? = plan.global {
+                    rule = r
+                } else {
+                    skip(plan.global == .skip ? "skipped by the plan's global rule" : "no rule applies"); continue
+                }
+            }
+            let codec = try WeightCodecs.codec(named: rule.mode)
+            let (oAxis, iAxis) = axes ?? (0, t.rank > 1 ? 1 : 0)
+            entry.rule = rule.summary
+            tasks.append(Task(index: entries.count,
+                              input: WeightInput(name: c.name, values: values, shape: t.shape, outputAxis: oAxis, inputAxis: iAxis),
+                              rule: rule, codec: codec))
+            entries.append(entry)
+        }
+
+        // Encode, largest first, on up to `threads` workers; results land by index.
+        let order = tasks.indices.sorted { tasks[$0].input.values.count > tasks[$1].input.values.count || (tasks[$0].input.values.count == tasks[$1].input.values.count && $0 < $1) }
+        var results = [Result<(CodecResult, Double), CompressionError>?](repeating: nil, count: tasks.count)
+        let queue = WorkCounter()
+        let jobs = tasks
+        let workers = max(1, min(threads, tasks.count))
+        results.withUnsafeMutableBufferPointer { out in
+            let outP = UnsafeSendableBuffer(out)
+            let work = { @Sendable in
+                while true {
+                    let k = queue.take()
+                    guard k < order.count else { return }
+                    let task = jobs[order[k]]
+                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    let r: Result<CodecResult, CompressionError> = Result { () throws(CompressionError) in
+                        try WeightCodecs.encode(task.input, with: task.codec, task.rule.options)
+                    }
+                    let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+                    outP.buffer[order[k]] = r.map { ($0, ms) }
+                }
+            }
+            if workers == 1 { work() } else { DispatchQueue.concurrentPerform(iterations: workers) { _ in work() } }
+        }
+        for (k, task) in tasks.enumerated() {
+            guard let r = results[k] else { continue }
+            switch r {
+            case .failure(let e): throw e
+            case .success(let (res, ms)):
+                var e = entries[task.index]
+                let stats = ErrorStats(original: task.input.values, decoded: res.encoding.decoded().floats ?? [])
+                e.encoding = res.encoding.kind
+                e.bytesAfter = res.encoding.storageBytes
+                e.sse = stats.sse
+                e.sqnrDB = stats.sqnrDB
+                e.maxAbsError = stats.maxAbs
+                e.milliseconds = ms
+                e.notes = res.notes
+                entries[task.index] = e
+                graph.setConstant(Constant(name: task.input.name, encoding: res.encoding))
+            }
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        return CompressionLog(entries: entries, seconds: seconds, threads: workers)
+    }
+}
+
+/// Error of a decoded weight against the original.
+public struct ErrorStats: Sendable, Equatable {
+    public var sse: Double
+    public var signal: Double
+    public var maxAbs: Double
+
+    public init(original: [Float], decoded: [Float]) {
+        var sse = 0.0, sig = 0.0, mx = 0.0
+        for (a, b) in zip(original, decoded) {
+            let d = Double(a) - Double(b)
+            sse += d * d
+            sig += Double(a) * Double(a)
+            mx = max(mx, abs(d))
+        }
+        self.sse = sse; self.signal = sig; self.maxAbs = mx
+    }
+
+    /// 10·log10(signal / noise); nil when there is no noise (or no signal).
+    public var sqnrDB: Double? {
+        guard sse > 0, signal > 0 else { return nil }
+        return 10 * log10(signal / sse)
+    }
+}
+
+/// Hands out 0, 1, 2, … to concurrent workers.
+final class WorkCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var next = 0
+    func take() -> Int {
+        lock.lock(); defer { lock.unlock() }
+        next += 1
+        return next - 1
+    }
+}
+
+/// A buffer pointer that may cross into concurrent closures; each index is written by one worker.
+struct UnsafeSendableBuffer<T>: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<T>
+    init(_ b: UnsafeMutableBufferPointer<T>) { buffer = b }
+}

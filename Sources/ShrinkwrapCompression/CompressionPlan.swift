@@ -1,0 +1,159 @@
+import Foundation
+import ShrinkwrapIR
+
+/// One compression setting: a mode from the codec table and its options.
+public struct CompressionRule: Sendable, Equatable {
+    public var mode: String
+    public var options: CodecOptions
+    public init(mode: String, options: CodecOptions = CodecOptions()) { self.mode = mode; self.options = options }
+
+    /// "kmeans-lut 4-bit per-grouped-channel:16", for logs.
+    public var summary: String {
+        let codec = try? WeightCodecs.codec(named: mode)
+        var parts = [mode]
+        if codec?.bitWidths != nil { parts.append("\(options.bits)-bit") }
+        parts.append(options.granularity.description)
+        if mode == "linear" { parts.append(options.symmetric ? "symmetric" : (options.exactZero ? "exact-zero" : "asymmetric")) }
+        return parts.joined(separator: " ")
+    }
+}
+
+/// A rule, or an explicit "leave this weight alone".
+public enum RuleChoice: Sendable, Equatable {
+    case compress(CompressionRule)
+    case skip
+}
+
+/// Which weights are compressed, and how: a name rule beats an op-type rule
+/// beats the global rule (coremltools' precedence). Weights are the tensor
+/// inputs that carry learned parameters — Conv / ConvTranspose / Gemm /
+/// MatMul weights, Gather tables used as embeddings, LSTM / GRU / RNN
+/// weights — with at least `minElements` elements. Biases, normalization
+/// parameters and integer (shape / index) constants are left alone unless a
+/// name rule asks for them explicitly.
+public struct CompressionPlan: Sendable, Equatable {
+    /// Applies to every weight no other rule matches; nil leaves them alone.
+    public var global: RuleChoice?
+    /// By the op type of the weight's consumer ("Conv", "Gemm", …).
+    public var byOpType: [String: RuleChoice]
+    /// By constant name; also reaches tensors that are not weights by role, and ignores `minElements`.
+    public var byName: [String: RuleChoice]
+    /// Weights with fewer elements are skipped (default 2048, as coremltools).
+    public var minElements: Int
+
+    public init(global: RuleChoice? = nil, byOpType: [String: RuleChoice] = [:], byName: [String: RuleChoice] = [:],
+                minElements: Int = 2048) {
+        self.global = global; self.byOpType = byOpType; self.byName = byName; self.minElements = minElements
+    }
+
+    public init(_ rule: CompressionRule, minElements: Int = 2048) {
+        self.init(global: .compress(rule), minElements: minElements)
+    }
+
+    /// Reads a plan file:
+    ///
+    /// ```json
+    /// { "global":   {"mode": "kmeans-lut", "bits": 4, "granularity": "per-grouped-channel:16"},
+    ///   "op_types": {"Gemm": {"mode": "linear", "bits": 8, "symmetric": true}, "MatMul": "skip"},
+    ///   "names":    {"conv1.weight": {"mode": "fp16"}, "classifier.weight": "skip"},
+    ///   "min_elements": 4096 }
+    /// ```
+    ///
+    /// Rule keys: mode (required), bits, granularity, symmetric, exact_zero,
+    /// clamp_fp16, lut (an array, or a file path relative to the plan). A rule
+    /// may be the string "skip" (or null). Unknown keys are errors: a typo
+    /// never silently changes what gets compressed.
+    public static func load(_ path: String) throws(CompressionError) -> CompressionPlan {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .badPlan(file: path, reason: "cannot read the file") }
+        let root: JSONValue
+        do { root = try JSONDecoder().decode(JSONValue.self, from: data) } catch {
+            throw .badPlan(file: path, reason: "not valid JSON")
+        }
+        guard case .object(let top) = root else { throw .badPlan(file: path, reason: "the top level must be an object") }
+        let dir = (path as NSString).deletingLastPathComponent
+        var plan = CompressionPlan()
+        for (key, value) in top.sorted(by: { $0.key < $1.key }) {
+            switch key {
+            case "global": plan.global = try choice(value, at: "global", file: path, dir: dir)
+            case "op_types", "names":
+                guard case .object(let rules) = value else { throw .badPlan(file: path, reason: "\(key) must be an object") }
+                var out: [String: RuleChoice] = [:]
+                for (k, v) in rules { out[k] = try choice(v, at: "\(key).\(k)", file: path, dir: dir) }
+                if key == "op_types" { plan.byOpType = out } else { plan.byName = out }
+            case "min_elements":
+                guard case .number(let n) = value, n >= 0, n == n.rounded(), n < 1e15 else {
+                    throw .badPlan(file: path, reason: "min_elements must be a non-negative integer")
+                }
+                plan.minElements = Int(n)
+            default:
+                throw .badPlan(file: path, reason: "unknown key '\(key)' (expected global, op_types, names, min_elements)")
+            }
+        }
+        return plan
+    }
+
+    private static func choice(_ v: JSONValue, at place: String, file: String, dir: String) throws(CompressionError) -> RuleChoice {
+        switch v {
+        case .null: return .skip
+        case .string("skip"): return .skip
+        case .object(let o): return .compress(try rule(o, at: place, file: file, dir: dir))
+        default: throw .badPlan(file: file, reason: "\(place): expected a rule object or \"skip\"")
+        }
+    }
+
+    private static func rule(_ o: [String: JSONValue], at place: String, file: String, dir: String) throws(CompressionError) -> CompressionRule {
+        func bad(_ r: String) -> CompressionError { .badPlan(file: file, reason: "\(place): \(r)") }
+        guard case .string(let mode)? = o["mode"] else { throw bad("a rule needs \"mode\" (one of \(WeightCodecs.modes.joined(separator: ", ")))") }
+        let codec: any WeightCodec
+        do { codec = try WeightCodecs.codec(named: mode) } catch { throw bad(error.description) }
+        var opt = CodecOptions()
+        for (key, value) in o.sorted(by: { $0.key < $1.key }) {
+            switch (key, value) {
+            case ("mode", _): break
+            case ("bits", .number(let n)):
+                guard n == n.rounded(), (1...8).contains(Int(exactly: n) ?? 0) else { throw bad("bits must be an integer 1–8") }
+                opt.bits = Int(n)
+            case ("granularity", .string(let g)):
+                do { opt.granularity = try Granularity(parsing: g) } catch { throw bad(error.description) }
+            case ("symmetric", .bool(let b)): opt.symmetric = b
+            case ("exact_zero", .bool(let b)): opt.exactZero = b
+            case ("clamp_fp16", .bool(let b)): opt.clampFP16 = b
+            case ("lut", .array(let items)):
+                var lut: [Float] = []
+                for item in items {
+                    guard case .number(let x) = item, Float(x).isFinite else { throw bad("lut entries must be finite numbers") }
+                    lut.append(Float(x))
+                }
+                opt.lut = lut
+            case ("lut", .string(let p)):
+                let full = p.hasPrefix("/") ? p : (dir.isEmpty ? p : dir + "/" + p)
+                opt.lut = try CustomLUTCodec.loadTable(full)
+            case ("bits", _), ("granularity", _), ("symmetric", _), ("exact_zero", _), ("clamp_fp16", _), ("lut", _):
+                throw bad("\(key) has the wrong type")
+            default:
+                throw bad("unknown key '\(key)' (expected mode, bits, granularity, symmetric, exact_zero, clamp_fp16, lut)")
+            }
+        }
+        if mode == "custom-lut" {
+            guard let lut = opt.lut, !lut.isEmpty else { throw bad("custom-lut needs \"lut\"") }
+            if o["bits"] == nil { opt.bits = CustomLUTCodec.bits(for: lut.count) }
+        }
+        if codec.bitWidths == nil, o["bits"] != nil { throw bad("mode \(mode) has a fixed width; drop \"bits\"") }
+        return CompressionRule(mode: mode, options: opt)
+    }
+}
+
+/// A JSON value, for strict reading of small configuration files.
+enum JSONValue: Decodable, Equatable {
+    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? c.decode(Double.self) { self = .number(n) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+}
