@@ -11,7 +11,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps venv build test unit-tests crosscheck demo bench schemas schemas-check testdata clean
+.PHONY: help deps venv build test unit-tests crosscheck crosscheck-compression demo bench schemas schemas-check testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -57,9 +57,10 @@ schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated co
 TESTDATA_STAMP := $(TESTDATA)/.stamp
 
 testdata: $(TESTDATA_STAMP) ## generate the ONNX node suite and model suites into .testdata/
-$(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py $(VENV)/.stamp
+$(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py Scripts/packing_vectors.py $(VENV)/.stamp
 	$(PY) Scripts/gen_onnx_node_tests.py $(TESTDATA)/onnx-node 2>/dev/null
 	$(PY) Scripts/materialize_light.py $(TESTDATA)/models >/dev/null
+	$(PY) Scripts/packing_vectors.py $(TESTDATA)/packing-vectors.json
 	touch $@
 
 # --- tests ------------------------------------------------------------------
@@ -80,6 +81,12 @@ crosscheck: deps venv testdata build ## onnxruntime vs shrinkwrap on every light
 	$(PY) Scripts/ort_crosscheck.py --shrinkwrap $(BIN) --arange $(TESTDATA)/onnx-models/light/*/model.onnx
 	@echo "== onnxruntime cross-check: light models with materialized random weights (random input) =="
 	$(PY) Scripts/ort_crosscheck.py --shrinkwrap $(BIN) $(TESTDATA)/models/*.onnx
+	@echo "== coremltools cross-check: k-means SSE, light_squeezenet, 8/4/2/1 bits (ours must not be worse) =="
+	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --check-sse --modes kmeans-lut --bits 8,4,2,1 $(TESTDATA)/models/light_squeezenet.onnx
+
+crosscheck-compression: deps venv testdata build ## k-means SSE vs coremltools on light_resnet50 + light_squeezenet, 8/4/2/1 bits (~15 min)
+	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --check-sse --modes kmeans-lut --bits 8,4,2,1 \
+	  $(TESTDATA)/models/light_squeezenet.onnx $(TESTDATA)/models/light_resnet50.onnx
 
 # --- demo and bench ---------------------------------------------------------
 DEMO_MODEL := $(TESTDATA)/models/light_squeezenet.onnx
@@ -90,8 +97,11 @@ demo: deps venv testdata build ## inspect and run a sample model
 	$(PY) -c "import numpy as np; np.save('out/demo/input.npy', np.random.default_rng(0).random((1,3,224,224), dtype=np.float32))"
 	$(BIN) run $(DEMO_MODEL) --input out/demo/input.npy --output-dir out/demo
 
-bench: deps venv testdata build ## ms/inference vs onnxruntime, same run (light_resnet50, light_squeezenet)
+bench: deps venv testdata build ## inference ms vs onnxruntime; compression seconds vs coremltools (light_resnet50; ~10 min)
 	$(PY) Scripts/bench.py --shrinkwrap $(BIN) --runs 20 --threads 2 $(TESTDATA)/models/light_resnet50.onnx $(TESTDATA)/models/light_squeezenet.onnx
+	@echo "== compressing every weight of light_resnet50: shrinkwrap vs coremltools, same tensors, same run =="
+	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --threads 2 --modes fp16,linear,linear-lut,kmeans-lut --bits 8,4 \
+	  $(TESTDATA)/models/light_resnet50.onnx
 
 clean: ## remove build products, generated test data and reports
 	rm -rf .build $(TOOLS) $(TESTDATA) out

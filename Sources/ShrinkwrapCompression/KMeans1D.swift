@@ -132,6 +132,8 @@ public enum KMeans1D {
         var start = [UInt32](repeating: 0, count: k * m)
         var prev = [Double](repeating: 0, count: m)
         var cur = [Double](repeating: .infinity, count: m)
+        // Depth of the divide and conquer is at most log2(m) + 1; two pushes per level.
+        var stack = [(Int, Int, Int, Int)](repeating: (0, 0, 0, 0), count: 2 * (Int.bitWidth - m.leadingZeroBitCount) + 4)
         pw.withUnsafeBufferPointer { pw in
         ps.withUnsafeBufferPointer { ps in
         pq.withUnsafeBufferPointer { pq in
@@ -139,8 +141,8 @@ public enum KMeans1D {
             @inline(__always) func cost(_ j: Int, _ i: Int) -> Double {
                 let w = pw[i + 1] - pw[j]
                 let s = ps[i + 1] - ps[j]
-                let c = (pq[i + 1] - pq[j]) - s * s / w
-                return c > 0 ? c : 0
+                // Rounding can make this a hair negative; harmless for the argmin.
+                return (pq[i + 1] - pq[j]) - s * s / w
             }
             for i in 0..<m { prev[i] = cost(0, i) }
             for c in 1..<k {
@@ -149,25 +151,34 @@ public enum KMeans1D {
                 let row = c * m, prevRow = (c - 1) * m
                 prev.withUnsafeBufferPointer { D in
                 cur.withUnsafeMutableBufferPointer { E in
-                    func solve(_ lo: Int, _ hi: Int, _ optLo: Int, _ optHi: Int) {
-                        if lo > hi { return }
+                stack.withUnsafeMutableBufferPointer { stack in
+                    // Divide and conquer over i with an explicit stack of
+                    // (lo, hi, optLo, optHi) ranges.
+                    var top = 0
+                    stack[0] = (c, hi, c, hi)
+                    top = 1
+                    while top > 0 {
+                        top -= 1
+                        let (lo, hi, optLo, optHi) = stack[top]
                         let mid = (lo + hi) >> 1
                         let below = c == 1 ? 1 : Int(st[prevRow + mid])
-                        var j = max(optLo, below, c)
+                        var j = max(optLo, below)
                         let jHi = min(mid, optHi)
                         var bestJ = j
                         var best = Double.infinity
+                        let w1 = pw[mid + 1], s1 = ps[mid + 1], q1 = pq[mid + 1]
                         while j <= jHi {
-                            let v = D[j - 1] + cost(j, mid)
+                            let w = w1 - pw[j], sj = s1 - ps[j]
+                            let v = D[j - 1] + (q1 - pq[j]) - sj * sj / w
                             if v < best { best = v; bestJ = j }
                             j += 1
                         }
                         E[mid] = best
                         st[row + mid] = UInt32(bestJ)
-                        solve(lo, mid - 1, optLo, bestJ)
-                        solve(mid + 1, hi, bestJ, optHi)
+                        if mid + 1 <= hi { stack[top] = (mid + 1, hi, bestJ, optHi); top += 1 }
+                        if lo <= mid - 1 { stack[top] = (lo, mid - 1, optLo, bestJ); top += 1 }
                     }
-                    solve(c, hi, c, hi)
+                }
                 }
                 }
                 swap(&prev, &cur)
@@ -211,7 +222,11 @@ public struct NearestEntry: Sendable {
 
     /// Index into the original table of the entry nearest to `x`.
     @inline(__always)
-    public func index(of x: Float) -> Int {
+    public func index(of x: Float) -> Int { order[sortedIndex(of: x)] }
+
+    /// Position in the sorted entries of the entry nearest to `x`.
+    @inline(__always)
+    func sortedIndex(of x: Float) -> Int {
         var lo = 0, hi = midpoints.count
         while lo < hi {
             let mid = (lo + hi) >> 1
@@ -221,6 +236,48 @@ public struct NearestEntry: Sendable {
         var best = lo
         if lo > 0, abs(x - sorted[lo - 1]) <= abs(x - sorted[lo]) { best = lo - 1 }
         if lo + 1 < sorted.count, abs(x - sorted[lo + 1]) < abs(x - sorted[best]) { best = lo + 1 }
-        return order[best]
+        return best
+    }
+}
+
+/// `NearestEntry` for many values: a table over the 65 536 binary16 values
+/// answers most lookups with one conversion and one load. Every float that
+/// rounds to a binary16 value v lies between v's two neighbours, and the
+/// nearest entry is monotone in x, so when both neighbours have the same
+/// nearest entry, so does every float of the bin; other bins fall back to
+/// the binary search. Exact, not an approximation.
+struct FastNearest {
+    let base: NearestEntry
+    /// Per ordered fp16 key: the original table index, or −1 for "search".
+    private var table: [Int16]
+
+    /// Worth building for this many lookups or more.
+    static let threshold = 1 << 17
+
+    init(_ base: NearestEntry) {
+        self.base = base
+        table = [Int16](repeating: -1, count: 1 << 16)
+        // Ordered key k ↔ binary16 bits (see KMeans1D.points).
+        func value(_ k: Int) -> Float {
+            let h = k >= 0x8000 ? UInt16(k - 0x8000) : UInt16(0x8000 | (0x7FFF - k))
+            return Half.float(fromBits: h)
+        }
+        let n = 1 << 16
+        var pos = [Int](repeating: -1, count: n)
+        for k in 0..<n {
+            let v = value(k)
+            if v.isFinite { pos[k] = base.sortedIndex(of: v) }
+        }
+        for k in 1..<(n - 1) where pos[k - 1] >= 0 && pos[k + 1] >= 0 && pos[k - 1] == pos[k + 1] {
+            table[k] = Int16(base.order[pos[k - 1]])
+        }
+    }
+
+    @inline(__always)
+    func index(of x: Float) -> Int {
+        let h = Half.bits(from: x)
+        let key = h & 0x8000 != 0 ? Int(0x7FFF - (h & 0x7FFF)) : Int(0x8000 | h)
+        let t = table[key]
+        return t >= 0 ? Int(t) : base.index(of: x)
     }
 }

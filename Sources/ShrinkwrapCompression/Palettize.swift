@@ -55,8 +55,15 @@ func palettize(_ w: WeightInput, bits: Int, granularity: Granularity,
         if lut.isEmpty { lut = [0] }
         while lut.count < entries { lut.append(lut[lut.count - 1]) }
         let nearest = NearestEntry(lut)
-        for r in groups.runs(g) {
-            for i in r { indices[i] = UInt8(truncatingIfNeeded: nearest.index(of: w.values[i])) }
+        if vals.count >= FastNearest.threshold {
+            let fast = FastNearest(nearest)
+            for r in groups.runs(g) {
+                for i in r { indices[i] = UInt8(truncatingIfNeeded: fast.index(of: w.values[i])) }
+            }
+        } else {
+            for r in groups.runs(g) {
+                for i in r { indices[i] = UInt8(truncatingIfNeeded: nearest.index(of: w.values[i])) }
+            }
         }
         luts.append(lut)
     }

@@ -121,6 +121,57 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(r2.stderr.contains("missing input 'x'"), r2.stderr)
     }
 
+    func testCompressPrintsTheLogAsTableAndJSON() throws {
+        let model = try tinyModel()
+        let r = try sw(["compress", model.path, "--mode", "kmeans-lut", "--bits", "2", "--min-elements", "0", "--threads", "1"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("palette2"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("kmeans-lut 2-bit per-tensor"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("1 of 1 constants compressed"), r.stdout)
+        let j = try sw(["compress", model.path, "--mode", "linear", "--bits", "4", "--symmetric", "--min-elements", "0", "--json"])
+        XCTAssertEqual(j.status, 0, j.stderr)
+        let log = try JSONSerialization.jsonObject(with: Data(j.stdout.utf8)) as? [String: Any]
+        let entries = try XCTUnwrap(log?["entries"] as? [[String: Any]])
+        XCTAssertEqual(entries.first?["name"] as? String, "W")
+        XCTAssertEqual(entries.first?["encoding"] as? String, "affine4")
+        XCTAssertNotNil(entries.first?["sse"] as? Double)
+        // Skipped under the default minimum of 2048 elements, with the reason.
+        let s = try sw(["compress", model.path, "--mode", "fp16"])
+        XCTAssertEqual(s.status, 0, s.stderr)
+        XCTAssertTrue(s.stdout.contains("skipped: 6 elements, fewer than the minimum 2048"), s.stdout)
+    }
+
+    func testCompressHelpListsEveryCodec() throws {
+        let r = try sw(["compress", "--help"])
+        XCTAssertEqual(r.status, 0)
+        for mode in ["fp16", "linear", "linear-lut", "kmeans-lut", "custom-lut"] {
+            XCTAssertTrue(r.stdout.contains(mode + ":"), "help misses \(mode): \(r.stdout)")
+        }
+    }
+
+    func testCompressOptionErrors() throws {
+        let model = try tinyModel()
+        let cases: [([String], String)] = [
+            (["--mode", "kmeans"], "unknown compression mode 'kmeans'"),
+            (["--mode", "linear", "--bits", "9"], "does not support 9 bits"),
+            (["--mode", "kmeans-lut", "--granularity", "per-block:8"], "does not support granularity per-block:8"),
+            (["--mode", "fp16", "--bits", "8"], "fixed width"),
+            (["--mode", "kmeans-lut", "--symmetric"], "--mode linear only"),
+            (["--mode", "custom-lut"], "needs --lut"),
+            ([], "give --mode or --plan"),
+            (["--plan", tmp.appendingPathComponent("missing.json").path], "missing.json: bad compression plan"),
+            (["--mode", "fp16", "-o", tmp.appendingPathComponent("out.onnx").path], "cannot write this format"),
+            (["--mode", "fp16", "-o", model.path], "cannot write this format"),
+        ]
+        for (args, expected) in cases {
+            let r = try sw(["compress", model.path] + args)
+            XCTAssertNotEqual(r.status, 0, "\(args)")
+            XCTAssertTrue(r.stderr.contains(expected), "\(args): \(r.stderr)")
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(args): one line: \(r.stderr)")
+        }
+        XCTAssertEqual(try Data(contentsOf: model), Data(base64Encoded: Self.tinyModelBase64), "the input is untouched")
+    }
+
     /// python: onnx.helper.make_model(make_graph([MatMul(x, W) → xw, Softmax(xw, axis=-1) → y], "tiny",
     ///   [x: float[1,2]], [y: float[1,3]], [W = [[1,-1,2],[0.5,1,-2]]]), opset 17, ir_version 8,
     ///   producer "shrinkwrap-tests").SerializeToString(), base64-encoded.

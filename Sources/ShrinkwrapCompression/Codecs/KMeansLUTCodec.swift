@@ -31,10 +31,11 @@ public struct KMeansLUTCodec: WeightCodec {
         guard centres.count > 1 else { return centres }
         // Lloyd step: assign to the nearest centre, move each centre to its mean.
         let nearest = NearestEntry(centres)
+        let fast = values.count >= FastNearest.threshold ? FastNearest(nearest) : nil
         var sum = [Double](repeating: 0, count: centres.count)
         var weight = [Double](repeating: 0, count: centres.count)
         for (i, x) in values.enumerated() {
-            let c = nearest.index(of: x)
+            let c = fast?.index(of: x) ?? nearest.index(of: x)
             let wt = importance.map { Double($0[i]) } ?? 1
             sum[c] += wt * Double(x)
             weight[c] += wt
