@@ -45,13 +45,21 @@ $(PROTOC_GEN_SWIFT):
 schemas: deps $(PROTOC_GEN_SWIFT) ## regenerate the committed Swift code from Schemas/
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=Sources/ONNXSchema -I Schemas/onnx Schemas/onnx/onnx.proto
+	rm -f Sources/CoreMLSchema/*.pb.swift
+	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
+	  --swift_out=Sources/CoreMLSchema -I Schemas/coreml Schemas/coreml/*.proto
 
-schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated code is current and the schema matches onnx's
+schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated code is current and the schemas match onnx's and coremltools'
 	rm -rf $(TOOLS)/gen && mkdir -p $(TOOLS)/gen
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=$(TOOLS)/gen -I Schemas/onnx Schemas/onnx/onnx.proto
 	diff -u Sources/ONNXSchema/onnx.pb.swift $(TOOLS)/gen/onnx.pb.swift && echo "schemas: generated code is current"
 	$(PY) Scripts/check_onnx_schema.py Schemas/onnx/onnx.proto
+	rm -rf $(TOOLS)/gen-coreml && mkdir -p $(TOOLS)/gen-coreml
+	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
+	  --swift_out=$(TOOLS)/gen-coreml -I Schemas/coreml Schemas/coreml/*.proto
+	diff -ru -x README.md Sources/CoreMLSchema $(TOOLS)/gen-coreml && echo "schemas: generated Core ML code is current"
+	$(PY) Scripts/check_coreml_schema.py Schemas/coreml
 
 # --- test data (generated, git-ignored) --------------------------------------
 TESTDATA_STAMP := $(TESTDATA)/.stamp

@@ -24,6 +24,11 @@ let package = Package(
             exclude: ["README.md"]
         ),
         .target(
+            name: "CoreMLSchema",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["README.md"]
+        ),
+        .target(
             name: "ShrinkwrapONNX",
             dependencies: ["ShrinkwrapIR", "ONNXSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),

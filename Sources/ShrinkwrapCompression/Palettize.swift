@@ -32,7 +32,13 @@ struct ChannelGroups {
 /// Shared driver of the LUT codecs: splits the weight into groups, asks
 /// `table` for each group's lookup table (at most 2^bits entries), pads it to
 /// 2^bits with its last entry, and maps every element to its nearest entry.
+///
+/// `direct`, when given, returns for a table it recognises (an evenly spaced
+/// one) a function that writes the nearest entry of every value in a range.
+typealias RangeAssigner = (Range<Int>, UnsafeBufferPointer<Float>, UnsafeMutableBufferPointer<UInt8>) -> Void
+
 func palettize(_ w: WeightInput, bits: Int, granularity: Granularity,
+               direct: ((_ lut: [Float]) -> RangeAssigner?)? = nil,
                table: (_ values: [Float], _ importance: [Float]?) throws(CompressionError) -> [Float]) throws(CompressionError) -> PaletteWeights {
     let groupSize: Int
     switch granularity {
@@ -55,7 +61,13 @@ func palettize(_ w: WeightInput, bits: Int, granularity: Granularity,
         if lut.isEmpty { lut = [0] }
         while lut.count < entries { lut.append(lut[lut.count - 1]) }
         let nearest = NearestEntry(lut)
-        if vals.count >= FastNearest.threshold {
+        if let f = direct?(lut) {
+            w.values.withUnsafeBufferPointer { v in
+                indices.withUnsafeMutableBufferPointer { out in
+                    for r in groups.runs(g) { f(r, v, out) }
+                }
+            }
+        } else if vals.count >= FastNearest.threshold {
             let fast = FastNearest(nearest)
             for r in groups.runs(g) {
                 for i in r { indices[i] = UInt8(truncatingIfNeeded: fast.index(of: w.values[i])) }

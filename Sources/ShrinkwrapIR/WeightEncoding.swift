@@ -204,35 +204,70 @@ public struct AffineWeights: Sendable, Equatable {
 
     public func decoded() -> Tensor {
         var out = [Float](repeating: 0, count: q.count)
-        guard !q.isEmpty else { return Tensor(out, shape: shape) }
-        let rank = shape.count
-        if rank == 0 {
-            out[0] = scale[0] * Float(q[0]) + bias[0]
-            return Tensor(out, shape: shape)
-        }
-        let strides = stridesOf(shape)
-        let sStrides = stridesOf(scaleShape)
-        // Scale offset contributed by each index of the innermost axis.
-        let last = rank - 1
-        let inner = (0..<shape[last]).map { ($0 / blockShape[last]) * sStrides[last] }
         out.withUnsafeMutableBufferPointer { o in
             q.withUnsafeBufferPointer { qp in
-                func walk(_ axis: Int, _ base: Int, _ sBase: Int) {
-                    if axis == last {
-                        for i in 0..<shape[last] {
-                            let s = sBase + inner[i]
-                            o[base + i] = scale[s] * Float(qp[base + i]) + bias[s]
-                        }
-                        return
-                    }
-                    for i in 0..<shape[axis] {
-                        walk(axis + 1, base + i * strides[axis], sBase + (i / blockShape[axis]) * sStrides[axis])
-                    }
+                BlockRuns(shape: shape, blockShape: blockShape).forEach { range, s in
+                    let sc = scale[s], b = bias[s]
+                    for i in range { o[i] = sc * Float(qp[i]) + b }
                 }
-                walk(0, 0, 0)
             }
         }
         return Tensor(out, shape: shape)
+    }
+}
+
+/// The elements of a weight grouped into contiguous runs that share one
+/// scale block: trailing axes whose block covers the whole dimension form
+/// the run, and the first axis before them contributes its block length.
+/// Per-channel scales of a [O, I, kh, kw] weight are O runs of I·kh·kw.
+public struct BlockRuns: Sendable {
+    public let shape: [Int], blockShape: [Int], scaleStrides: [Int]
+    /// Number of scale blocks.
+    public let blocks: Int
+    /// Elements per step along `axis` (the product of the shared trailing dims).
+    let inner: Int
+    /// The last axis that is split into blocks, or −1 when every axis is shared.
+    let axis: Int
+
+    public init(shape: [Int], blockShape: [Int]) {
+        self.shape = shape; self.blockShape = blockShape
+        let scaleShape = zip(shape, blockShape).map { d, b in d == 0 ? 0 : (d + b - 1) / b }
+        scaleStrides = stridesOf(scaleShape)
+        blocks = shape.isEmpty ? 1 : scaleShape.reduce(1, *)
+        var t = shape.count, l = 1
+        while t > 0 && blockShape[t - 1] >= shape[t - 1] { l *= shape[t - 1]; t -= 1 }
+        inner = l
+        axis = t - 1
+    }
+
+    /// Calls `body(elementRange, scaleIndex)` for every run, in element order.
+    public func forEach(_ body: (Range<Int>, Int) -> Void) {
+        let n = shape.reduce(1, *)
+        guard n > 0 else { return }
+        guard axis >= 0 else { body(0..<n, 0); return }
+        let dim = shape[axis], b = blockShape[axis]
+        let outerAxes = axis  // axes 0..<axis are walked with an odometer
+        var idx = [Int](repeating: 0, count: outerAxes)
+        var base = 0
+        while true {
+            var sBase = 0
+            for k in 0..<outerAxes { sBase += (idx[k] / blockShape[k]) * scaleStrides[k] }
+            var c = 0
+            while c < dim {
+                let c1 = min(dim, c + b)
+                body(base + c * inner..<base + c1 * inner, sBase + (c / b) * scaleStrides[axis])
+                c = c1
+            }
+            base += dim * inner
+            var k = outerAxes - 1
+            while k >= 0 {
+                idx[k] += 1
+                if idx[k] < shape[k] { break }
+                idx[k] = 0
+                k -= 1
+            }
+            if k < 0 { return }
+        }
     }
 }
 

@@ -100,9 +100,12 @@ final class CodecVerifierTests: XCTestCase {
         case .float16:
             for (x, y) in zip(input.values, decoded) { XCTAssertEqual(y, Half.round(x), label) }
         case .affine(let a):
-            let map = blockIndexMap(shape: a.shape, blockShape: a.blockShape)
+            let map = Self.scaleIndexOfEachElement(shape: a.shape, blockShape: a.blockShape, scaleShape: a.scaleShape)
+            var runs: [Int] = []
+            BlockRuns(shape: a.shape, blockShape: a.blockShape).forEach { r, s in runs += r.map { _ in s } }
+            if !a.shape.isEmpty { XCTAssertEqual(runs, map, "\(label): BlockRuns disagrees with the layout") }
             for (i, (x, y)) in zip(input.values, decoded).enumerated() {
-                let s = Int(map.index[i])
+                let s = map[i]
                 let step = abs(a.scale[s])
                 let bound = step / 2 * 1.0001 + 4 * max(x.ulp, y.ulp, Float.leastNonzeroMagnitude)
                 XCTAssertLessThanOrEqual(abs(x - y), bound, "\(label) element \(i): \(x) → \(y), scale \(a.scale[s])")
@@ -124,6 +127,17 @@ final class CodecVerifierTests: XCTestCase {
             }
         case .dense:
             XCTFail("\(label): codec returned a dense tensor")
+        }
+    }
+
+    /// The layout's definition, element by element: scale index (i_k / block_k) in row-major scale order.
+    static func scaleIndexOfEachElement(shape: [Int], blockShape: [Int], scaleShape: [Int]) -> [Int] {
+        let n = shape.reduce(1, *)
+        let strides = stridesOf(shape), sStrides = stridesOf(scaleShape)
+        return (0..<n).map { i in
+            var s = 0
+            for k in shape.indices { s += ((i / strides[k]) % shape[k] / blockShape[k]) * sStrides[k] }
+            return s
         }
     }
 

@@ -38,14 +38,16 @@ public struct LinearCodec: WeightCodec {
         case .perGroupedChannel:
             throw .unsupportedGranularity(mode: mode, granularity: o.granularity.description, supported: granularities.joined(separator: ", "))
         }
-        let map = blockIndexMap(shape: shape, blockShape: blockShape)
-        let blocks = map.blocks
+        let runs = BlockRuns(shape: shape, blockShape: blockShape)
+        let blocks = runs.blocks
         var lo = [Float](repeating: .infinity, count: blocks)
         var hi = [Float](repeating: -.infinity, count: blocks)
-        for (i, v) in w.values.enumerated() {
-            let s = Int(map.index[i])
-            if v < lo[s] { lo[s] = v }
-            if v > hi[s] { hi[s] = v }
+        w.values.withUnsafeBufferPointer { v in
+            runs.forEach { range, s in
+                var mn = lo[s], mx = hi[s]
+                for i in range { let x = v[i]; mn = min(mn, x); mx = max(mx, x) }
+                lo[s] = mn; hi[s] = mx
+            }
         }
         let b = o.bits
         let signed = o.symmetric && b > 1
@@ -93,10 +95,16 @@ public struct LinearCodec: WeightCodec {
         let range = AffineWeights.codeRange(bits: b, signed: signed)
         let qlo = Double(range.lowerBound), qhi = Double(range.upperBound)
         var q = [Int16](repeating: 0, count: w.values.count)
-        for (i, v) in w.values.enumerated() {
-            let s = Int(map.index[i])
-            let code = ((Double(v) - Double(bias[s])) / Double(scale[s])).rounded(.toNearestOrEven)
-            q[i] = Int16(min(max(code, qlo), qhi))
+        w.values.withUnsafeBufferPointer { v in
+            q.withUnsafeMutableBufferPointer { qp in
+                runs.forEach { range, s in
+                    let inv = 1 / Double(scale[s]), off = Double(bias[s])
+                    for i in range {
+                        let code = min(max((Double(v[i]) - off) * inv, qlo), qhi)
+                        qp[i] = Int16(roundHalfEven(code))
+                    }
+                }
+            }
         }
         do {
             let a = try AffineWeights(shape: shape, bits: b, signed: signed, q: q, blockShape: blockShape,
@@ -108,36 +116,10 @@ public struct LinearCodec: WeightCodec {
     }
 }
 
-/// For each element (row-major), the index of its scale block.
-struct BlockIndexMap {
-    var index: [Int32]
-    var blocks: Int
-}
-
-func blockIndexMap(shape: [Int], blockShape: [Int]) -> BlockIndexMap {
-    let n = shape.reduce(1, *)
-    let scaleShape = zip(shape, blockShape).map { d, b in d == 0 ? 0 : (d + b - 1) / b }
-    let blocks = scaleShape.reduce(1, *)
-    var out = [Int32](repeating: 0, count: n)
-    guard n > 0, !shape.isEmpty else { return BlockIndexMap(index: out, blocks: max(blocks, shape.isEmpty ? 1 : 0)) }
-    let sStrides = stridesOf(scaleShape)
-    let rank = shape.count
-    var idx = [Int](repeating: 0, count: rank)
-    var s = 0
-    for i in 0..<n {
-        out[i] = Int32(truncatingIfNeeded: s)
-        // Advance the odometer and keep the block index in step.
-        var k = rank - 1
-        while k >= 0 {
-            s -= (idx[k] / blockShape[k]) * sStrides[k]
-            idx[k] += 1
-            if idx[k] < shape[k] {
-                s += (idx[k] / blockShape[k]) * sStrides[k]
-                break
-            }
-            idx[k] = 0
-            k -= 1
-        }
-    }
-    return BlockIndexMap(index: out, blocks: blocks)
+/// Round half to even for |x| < 2^51 without a libm call: adding and
+/// subtracting 1.5·2^52 leaves the nearest integer under IEEE rounding.
+@inline(__always)
+func roundHalfEven(_ x: Double) -> Double {
+    let magic = 6_755_399_441_055_744.0
+    return (x + magic) - magic
 }
