@@ -32,6 +32,10 @@ let package = Package(
             name: "ShrinkwrapONNX",
             dependencies: ["ShrinkwrapIR", "ONNXSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
+        .target(
+            name: "ShrinkwrapCoreML",
+            dependencies: ["ShrinkwrapIR", "CoreMLSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX"]),
         .executableTarget(
             name: "ShrinkwrapCLI",
@@ -39,6 +43,11 @@ let package = Package(
         ),
         .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR"]),
         .testTarget(name: "ShrinkwrapCompressionTests", dependencies: ["ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime"]),
+        .testTarget(
+            name: "ShrinkwrapCoreMLTests",
+            dependencies: ["ShrinkwrapCoreML", "ShrinkwrapCompression", "ShrinkwrapIR", "CoreMLSchema",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap"]),
         .testTarget(
             name: "ShrinkwrapONNXTests",

@@ -115,3 +115,23 @@ public enum KernelError: UserFacingError, Sendable, Equatable {
         }
     }
 }
+
+/// A graph could not be written in the requested format.
+public enum ExportError: UserFacingError, Sendable, Equatable {
+    /// Ops the format has no equivalent for, all of them at once.
+    case unsupportedOps(format: String, ops: [String])
+    /// A weight's encoding cannot be stored in this format as it is.
+    case unsupportedWeight(format: String, tensor: String, reason: String)
+    /// Some other construct the format cannot express.
+    case unsupported(format: String, what: String)
+
+    public var description: String { text.escapingControlCharacters }
+
+    private var text: String {
+        switch self {
+        case .unsupportedOps(let f, let ops): return "\(f) cannot express these ops (\(ops.count)): \(ops.joined(separator: ", "))"
+        case .unsupportedWeight(let f, let t, let r): return "\(f): weight '\(t)': \(r)"
+        case .unsupported(let f, let w): return "\(f): unsupported: \(w)"
+        }
+    }
+}

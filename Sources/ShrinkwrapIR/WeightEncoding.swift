@@ -207,8 +207,11 @@ public struct AffineWeights: Sendable, Equatable {
         out.withUnsafeMutableBufferPointer { o in
             q.withUnsafeBufferPointer { qp in
                 BlockRuns(shape: shape, blockShape: blockShape).forEach { range, s in
-                    let sc = scale[s], b = bias[s]
-                    for i in range { o[i] = sc * Float(qp[i]) + b }
+                    // scale × q is exact in Double; one rounding to Float at
+                    // the end gives what Core ML's and coremltools'
+                    // dequantization give, bit for bit.
+                    let sc = Double(scale[s]), b = Double(bias[s])
+                    for i in range { o[i] = Float(sc * Double(qp[i]) + b) }
                 }
             }
         }

@@ -7,8 +7,9 @@ import ShrinkwrapIR
 /// - asymmetric (default, coremltools' linear mode): unsigned codes over
 ///   [min, max] of the block, `scale = (max − min) / (2^b − 1)`, `bias = min`.
 ///   With `exactZero` the range is widened to contain 0 and the zero point
-///   `z = round(−min / scale)` is an integer (`bias = −scale × z`), so 0 is
-///   exact and ONNX / TFLite can store it;
+///   `z = round(−min / scale)` is an integer (`bias = −scale × z`, with the
+///   scale rounded up to 16 significant bits so the product is exact), so 0
+///   is exact and ONNX / TFLite can store it;
 /// - symmetric: signed codes in ±(2^(b−1) − 1), `scale = max|w| / (2^(b−1) − 1)`,
 ///   bias 0 (1 bit: the two levels ±max|w|, unsigned codes with bias −max|w|).
 ///
@@ -85,6 +86,11 @@ public struct LinearCodec: WeightCodec {
                     }
                     var f = Float(step)
                     while Double(f) * levels < range * (1 - 1e-12) && f < .greatestFiniteMagnitude { f = f.nextUp }
+                    if o.exactZero {
+                        // Round the scale up to 16 significant bits so that scale × z
+                        // (z < 256) is exact: then the zero code decodes to exactly 0.
+                        f = Float(bitPattern: (f.bitPattern &+ 0xFF) & ~UInt32(0xFF))
+                    }
                     scale[s] = f
                     bias[s] = o.exactZero ? -(f * Float(z)) : mn
                 } else {

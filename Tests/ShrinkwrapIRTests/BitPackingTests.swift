@@ -1,5 +1,5 @@
 import Foundation
-@testable import ShrinkwrapCompression
+import ShrinkwrapIR
 import XCTest
 
 final class BitPackingTests: XCTestCase {
@@ -25,7 +25,7 @@ final class BitPackingTests: XCTestCase {
     }
 
     func testRoundTripEveryWidthAndOrder() {
-        var rng = SplitMix(seed: 3)
+        var rng = LCG(seed: 3)
         for bits in 1...8 {
             for order in BitOrder.allCases {
                 for n in [0, 1, 5, 8, 13, 64, 101] {
@@ -76,22 +76,12 @@ enum AffineRange {
     static func signed(_ bits: Int) -> [Int16] { Array(Int16(-(1 << (bits - 1)))...Int16((1 << (bits - 1)) - 1)) }
 }
 
-/// Deterministic test randomness.
-struct SplitMix {
+/// A tiny deterministic generator for test data.
+struct LCG {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    /// Standard normal (Box–Muller).
-    mutating func normal() -> Double {
-        let u = max(uniform(), 1e-300), v = uniform()
-        return (-2 * log(u)).squareRoot() * cos(2 * .pi * v)
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return state >> 11
     }
 }

@@ -1,5 +1,3 @@
-import ShrinkwrapIR
-
 /// Packs n-bit codes into bytes, in the orders the formats need. One place,
 /// tested against hand-made byte vectors and against the peers' own helpers.
 ///
