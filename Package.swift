@@ -56,7 +56,7 @@ let package = Package(
             exclude: ["conformance-exclusions.txt"]
         ),
         .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX"]),
-        .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapIR"]),
+        .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
     ],
     swiftLanguageModes: [.v5]
 )

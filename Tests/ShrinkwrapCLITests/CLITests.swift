@@ -1,5 +1,6 @@
 import Foundation
 import Shrinkwrap
+import ShrinkwrapCompression
 import ShrinkwrapIR
 import XCTest
 
@@ -144,8 +145,9 @@ final class CLITests: XCTestCase {
     func testCompressHelpListsEveryCodec() throws {
         let r = try sw(["compress", "--help"])
         XCTAssertEqual(r.status, 0)
-        for mode in ["fp16", "linear", "linear-lut", "kmeans-lut", "custom-lut"] {
-            XCTAssertTrue(r.stdout.contains(mode + ":"), "help misses \(mode): \(r.stdout)")
+        XCTAssertEqual(WeightCodecs.modes.count, 5)
+        for codec in WeightCodecs.all {
+            XCTAssertTrue(r.stdout.contains(codec.mode + ":"), "help misses \(codec.mode): \(r.stdout)")
         }
     }
 
