@@ -33,9 +33,7 @@ public struct CompressionSettings: Sendable {
         }
         let codec = try WeightCodecs.codec(named: mode)
         var o = CodecOptions()
-        if let g = granularity { o.granularity = try Granularity(parsing: g) } else if let first = codec.granularities.first {
-            o.granularity = (try? Granularity(parsing: first)) ?? .perTensor
-        }
+        o.granularity = try granularity.map { try Granularity(parsing: $0) } ?? WeightCodecs.defaultGranularity(codec)
         o.symmetric = symmetric
         o.exactZero = exactZero
         o.clampFP16 = clampFP16
@@ -55,6 +53,9 @@ public struct CompressionSettings: Sendable {
             o.bits = bits
         } else if let lut = o.lut {
             o.bits = CustomLUTCodec.bits(for: lut.count)
+        }
+        if let lut = o.lut, lut.count > 1 << o.bits {
+            throw CompressionError.badLUT(file: lutFile ?? "--lut", reason: "\(lut.count) entries do not fit \(o.bits) bits")
         }
         if let range = codec.bitWidths, !range.contains(o.bits) {
             throw CompressionError.unsupportedBits(mode: mode, bits: o.bits, allowed: "\(range.lowerBound)–\(range.upperBound)")

@@ -106,7 +106,7 @@ public struct CompressionPlan: Sendable, Equatable {
         guard case .string(let mode)? = o["mode"] else { throw bad("a rule needs \"mode\" (one of \(WeightCodecs.modes.joined(separator: ", ")))") }
         let codec: any WeightCodec
         do { codec = try WeightCodecs.codec(named: mode) } catch { throw bad(error.description) }
-        var opt = CodecOptions()
+        var opt = CodecOptions(granularity: WeightCodecs.defaultGranularity(codec))
         for (key, value) in o.sorted(by: { $0.key < $1.key }) {
             switch (key, value) {
             case ("mode", _): break
@@ -137,6 +137,7 @@ public struct CompressionPlan: Sendable, Equatable {
         if mode == "custom-lut" {
             guard let lut = opt.lut, !lut.isEmpty else { throw bad("custom-lut needs \"lut\"") }
             if o["bits"] == nil { opt.bits = CustomLUTCodec.bits(for: lut.count) }
+            if lut.count > 1 << opt.bits { throw bad("a table of \(lut.count) entries does not fit \(opt.bits) bits") }
         }
         if codec.bitWidths == nil, o["bits"] != nil { throw bad("mode \(mode) has a fixed width; drop \"bits\"") }
         return CompressionRule(mode: mode, options: opt)

@@ -130,6 +130,16 @@ public enum WeightCodecs {
 
     public static var modes: [String] { all.map(\.mode) }
 
+    /// A codec's default granularity: its first family.
+    public static func defaultGranularity(_ codec: any WeightCodec) -> Granularity {
+        switch codec.granularities.first {
+        case "per-channel": return .perChannel
+        case "per-block:B": return .perBlock(1)
+        case "per-grouped-channel:G": return .perGroupedChannel(1)
+        default: return .perTensor
+        }
+    }
+
     public static func codec(named mode: String) throws(CompressionError) -> any WeightCodec {
         guard let c = all.first(where: { $0.mode == mode }) else { throw .unknownMode(mode, known: modes) }
         return c

@@ -135,6 +135,7 @@ final class CLITests: XCTestCase {
         let entries = try XCTUnwrap(log?["entries"] as? [[String: Any]])
         XCTAssertEqual(entries.first?["name"] as? String, "W")
         XCTAssertEqual(entries.first?["encoding"] as? String, "affine4")
+        XCTAssertEqual(entries.first?["rule"] as? String, "linear 4-bit per-channel symmetric", "linear defaults to per channel")
         XCTAssertNotNil(entries.first?["sse"] as? Double)
         // Skipped under the default minimum of 2048 elements, with the reason.
         let s = try sw(["compress", model.path, "--mode", "fp16"])

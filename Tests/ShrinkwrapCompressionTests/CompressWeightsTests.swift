@@ -148,7 +148,7 @@ final class CompressionPlanTests: XCTestCase {
         """.utf8).write(to: URL(fileURLWithPath: planPath))
         let p = try CompressionPlan.load(planPath)
         XCTAssertEqual(p.global, .compress(CompressionRule(mode: "kmeans-lut", options: CodecOptions(bits: 4, granularity: .perGroupedChannel(16)))))
-        XCTAssertEqual(p.byOpType["Gemm"], .compress(CompressionRule(mode: "linear", options: CodecOptions(bits: 8, symmetric: true))))
+        XCTAssertEqual(p.byOpType["Gemm"], .compress(CompressionRule(mode: "linear", options: CodecOptions(bits: 8, granularity: .perChannel, symmetric: true))), "linear defaults to per channel")
         XCTAssertEqual(p.byOpType["MatMul"], .skip)
         XCTAssertEqual(p.byOpType["Gather"], .skip)
         XCTAssertEqual(p.byName["a"], .compress(CompressionRule(mode: "fp16", options: CodecOptions(clampFP16: true))))
@@ -171,6 +171,7 @@ final class CompressionPlanTests: XCTestCase {
             (#"{"global": {"mode": "linear", "granularity": "per-block:0"}}"#, "size must be at least 1"),
             (#"{"min_elements": -1}"#, "min_elements"),
             (#"{"names": {"x": {"mode": "custom-lut"}}}"#, "needs \"lut\""),
+            (#"{"names": {"x": {"mode": "custom-lut", "bits": 1, "lut": [1, 2, 3]}}}"#, "3 entries does not fit 1 bits"),
             (#"[1, 2]"#, "top level must be an object"),
             (#"{"global": "#, "not valid JSON"),
         ]

@@ -22,7 +22,8 @@ public struct LinearCodec: WeightCodec {
     public let mode = "linear"
     public let summary = "affine quantization with a scale (and offset) per tensor, channel or block; --symmetric for signed codes around 0"
     public let bitWidths: ClosedRange<Int>? = 1...8
-    public let granularities = ["per-tensor", "per-channel", "per-block:B"]
+    /// Per channel first: the default, as coremltools' linear mode.
+    public let granularities = ["per-channel", "per-tensor", "per-block:B"]
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         let shape = w.shape
