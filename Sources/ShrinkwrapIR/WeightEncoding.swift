@@ -334,3 +334,66 @@ public struct PaletteWeights: Sendable, Equatable {
         return Tensor(out, shape: shape)
     }
 }
+
+// MARK: - transposing an encoding
+
+/// Row-major elements of `shape` reordered as `transpose(perm)` would:
+/// output axis k is input axis `perm[k]`.
+func permuted<T>(_ a: [T], shape: [Int], perm: [Int]) -> [T] {
+    let n = a.count
+    guard n > 1, shape.count > 1 else { return a }
+    let inStrides = stridesOf(shape)
+    let outShape = perm.map { shape[$0] }
+    let strides = perm.map { inStrides[$0] }  // input stride of each output axis
+    var out: [T] = []
+    out.reserveCapacity(n)
+    var idx = [Int](repeating: 0, count: outShape.count)
+    var src = 0
+    for _ in 0..<n {
+        out.append(a[src])
+        var k = outShape.count - 1
+        while k >= 0 {
+            idx[k] += 1
+            src += strides[k]
+            if idx[k] < outShape[k] { break }
+            src -= strides[k] * outShape[k]
+            idx[k] = 0
+            k -= 1
+        }
+    }
+    return out
+}
+
+extension WeightEncoding {
+    /// The same weight transposed (output axis k = input axis `perm[k]`),
+    /// keeping its encoding: codes, indices and scales move, nothing is
+    /// re-quantized, so the decoded values are exactly the transposed ones.
+    /// Exporters use it when a format lays a weight out differently
+    /// (Core ML's innerProduct wants [out, in]; TFLite wants OHWI).
+    public func transposed(_ perm: [Int]) throws(WeightLayoutError) -> WeightEncoding {
+        let shape = self.shape
+        guard perm.count == shape.count, Set(perm) == Set(0..<shape.count) else {
+            throw WeightLayoutError("permutation \(perm) does not fit rank \(shape.count)")
+        }
+        let newShape = perm.map { shape[$0] }
+        switch self {
+        case .dense(let t):
+            switch t.storage {
+            case .float(let a): return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: .float(permuted(a, shape: shape, perm: perm))))
+            case .int(let a): return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: .int(permuted(a, shape: shape, perm: perm))))
+            case .bool(let a): return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: .bool(permuted(a, shape: shape, perm: perm))))
+            }
+        case .float16(let h):
+            return .float16(try Float16Weights(shape: newShape, bits: permuted(h.bits, shape: shape, perm: perm)))
+        case .affine(let a):
+            return .affine(try AffineWeights(
+                shape: newShape, bits: a.bits, signed: a.signed, q: permuted(a.q, shape: shape, perm: perm),
+                blockShape: perm.map { a.blockShape[$0] },
+                scale: permuted(a.scale, shape: a.scaleShape, perm: perm), bias: permuted(a.bias, shape: a.scaleShape, perm: perm)))
+        case .palette(let p):
+            let axis = shape.isEmpty ? 0 : (perm.firstIndex(of: p.axis) ?? 0)
+            return .palette(try PaletteWeights(shape: newShape, bits: p.bits, indices: permuted(p.indices, shape: shape, perm: perm),
+                                               lut: p.lut, axis: axis, groupSize: p.groupSize))
+        }
+    }
+}

@@ -79,3 +79,40 @@ final class WeightEncodingTests: XCTestCase {
         XCTAssertThrowsError(try PaletteWeights(shape: [2], bits: 1, indices: [0, 1], lut: [[0, 1]], axis: 0, groupSize: 0))
     }
 }
+
+final class WeightTransposeTests: XCTestCase {
+    /// Reference transpose of a decoded tensor, element by element.
+    func transpose(_ t: Tensor, _ perm: [Int]) -> [Float] {
+        let a = t.floats ?? []
+        let outShape = perm.map { t.shape[$0] }
+        let inStrides = stridesOf(t.shape), outStrides = stridesOf(outShape)
+        return (0..<a.count).map { o in
+            var src = 0
+            for k in outShape.indices { src += ((o / outStrides[k]) % outShape[k]) * inStrides[perm[k]] }
+            return a[src]
+        }
+    }
+
+    func testEveryEncodingTransposesExactly() throws {
+        let shape = [4, 3, 2]
+        let n = 24
+        let perms = [[1, 0, 2], [2, 1, 0], [0, 2, 1], [0, 1, 2]]
+        let dense = WeightEncoding.dense(Tensor((0..<n).map { Float($0) * 0.5 - 3 }, shape: shape))
+        let fp16 = WeightEncoding.float16(try Float16Weights(shape: shape, bits: (0..<n).map { UInt16(0x3C00 + $0) }))
+        let affine = WeightEncoding.affine(try AffineWeights(
+            shape: shape, bits: 4, signed: false, q: (0..<n).map { Int16($0 % 16) }, blockShape: [1, 3, 1],
+            scale: (0..<8).map { Float($0 + 1) }, bias: (0..<8).map { Float($0) * -0.25 }))
+        let palette = WeightEncoding.palette(try PaletteWeights(
+            shape: shape, bits: 2, indices: (0..<n).map { UInt8($0 % 4) }, lut: [[0, 1, 2, 3], [10, 11, 12, 13]], axis: 0, groupSize: 2))
+        for e in [dense, fp16, affine, palette] {
+            for p in perms {
+                let t = try e.transposed(p)
+                XCTAssertEqual(t.shape, p.map { shape[$0] })
+                XCTAssertEqual(t.decoded().floats, transpose(e.decoded(), p), "\(e.kind) \(p)")
+                XCTAssertEqual(t.kind, e.kind)
+            }
+        }
+        XCTAssertThrowsError(try dense.transposed([0, 1]))
+        XCTAssertThrowsError(try dense.transposed([0, 0, 1]))
+    }
+}
