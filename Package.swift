@@ -41,17 +41,18 @@ let package = Package(
             name: "ShrinkwrapCLI",
             dependencies: ["Shrinkwrap", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR"]),
-        .testTarget(name: "ShrinkwrapCompressionTests", dependencies: ["ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime"]),
+        .target(name: "ShrinkwrapTestSupport", path: "Tests/ShrinkwrapTestSupport"),
+        .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapTestSupport"]),
+        .testTarget(name: "ShrinkwrapCompressionTests", dependencies: ["ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"]),
         .testTarget(
             name: "ShrinkwrapCoreMLTests",
             dependencies: ["ShrinkwrapCoreML", "ShrinkwrapCompression", "ShrinkwrapIR", "CoreMLSchema",
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
-        .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap"]),
+        .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap", "ShrinkwrapTestSupport"]),
         .testTarget(
             name: "ShrinkwrapONNXTests",
-            dependencies: ["Shrinkwrap", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR", "ONNXSchema",
+            dependencies: ["Shrinkwrap", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR", "ONNXSchema", "ShrinkwrapTestSupport",
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["conformance-exclusions.txt"]
         ),

@@ -99,12 +99,7 @@ extension CompressionLog {
     }
 
     /// Pretty JSON with sorted keys; every field of every entry.
-    public var json: String {
-        let enc = JSONEncoder()
-        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let d = try? enc.encode(self) else { return "{}" }
-        return String(decoding: d, as: UTF8.self)
-    }
+    public var json: String { prettyJSON(self) }
 }
 
 extension String {
@@ -116,9 +111,8 @@ extension String {
 }
 
 extension Shrinkwrap {
-    /// Compresses a graph's weights as the settings say.
-    public static func compress(_ graph: inout Graph, settings: CompressionSettings, threads: Int? = nil) throws -> CompressionLog {
-        let plan = try settings.plan()
+    /// Compresses a graph's weights as the plan says.
+    public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil) throws -> CompressionLog {
         let n = threads ?? ProcessInfo.processInfo.activeProcessorCount
         return try CompressWeights.run(&graph, plan: plan, threads: max(1, n))
     }

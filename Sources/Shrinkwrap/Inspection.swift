@@ -89,12 +89,7 @@ public struct Inspection: Codable, Sendable {
         return s
     }
 
-    public var json: String {
-        let enc = JSONEncoder()
-        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let d = try? enc.encode(self) else { return "{}" }
-        return String(decoding: d, as: UTF8.self)
-    }
+    public var json: String { prettyJSON(self) }
 
     public static func formatBytes(_ n: Int) -> String {
         if n < 1024 { return "\(n) B" }
@@ -102,4 +97,12 @@ public struct Inspection: Codable, Sendable {
         if n < 1 << 30 { return String(format: "%.1f MiB", Double(n) / 1048576) }
         return String(format: "%.2f GiB", Double(n) / 1073741824)
     }
+}
+
+/// Pretty JSON with sorted keys, the form every `--json` output uses.
+func prettyJSON<T: Encodable>(_ value: T) -> String {
+    let enc = JSONEncoder()
+    enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+    guard let d = try? enc.encode(value) else { return "{}" }
+    return String(decoding: d, as: UTF8.self)
 }

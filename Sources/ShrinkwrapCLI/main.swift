@@ -218,10 +218,10 @@ struct Compress: ParsableCommand {
         settings.mode = mode; settings.bits = bits; settings.granularity = granularity
         settings.symmetric = symmetric; settings.exactZero = exactZero; settings.clampFP16 = clampFP16
         settings.lutFile = lut; settings.planFile = plan; settings.minElements = minElements
-        _ = try settings.plan()  // option errors before the model is read
+        let plan = try settings.plan()  // option errors before the model is read
         if let output { try Shrinkwrap.checkWritable(output, inputs: [model]) }
         var graph = try Shrinkwrap.load(model)
-        let log = try Shrinkwrap.compress(&graph, settings: settings, threads: threads)
+        let log = try Shrinkwrap.compress(&graph, plan: plan, threads: threads)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         if let output {
             try Shrinkwrap.save(graph, to: output, inputs: [model])

@@ -89,9 +89,6 @@ public struct WeightInput: Sendable {
         self.importance = importance
     }
 
-    public init(name: String, tensor: Tensor, outputAxis: Int = 0, inputAxis: Int? = nil) {
-        self.init(name: name, values: tensor.floats ?? [], shape: tensor.shape, outputAxis: outputAxis, inputAxis: inputAxis)
-    }
 }
 
 /// What a codec returns: the encoding, and anything worth telling the user (clamps, merged clusters).

@@ -37,7 +37,10 @@ public enum StaticFolding {
             guard let shape = i.staticShape else {
                 throw KernelError.badGraphInput(name: i.name, reason: "shape \(i.shapeDescription) is not fixed; static folding needs fixed input shapes")
             }
-            guard checkedElementCount(shape) != nil else { throw KernelError.badGraphInput(name: i.name, reason: "shape \(shape) is too large") }
+            // Zero inputs are allocated: refuse declared shapes beyond 2^28 elements (1 GiB of float32).
+            guard checkedElementCount(shape, limit: 1 << 28) != nil else {
+                throw KernelError.badGraphInput(name: i.name, reason: "shape \(shape) is too large for static folding")
+            }
             inputs[i.name] = Tensor.zeros(shape, dtype: i.dtype ?? .float32)
         }
         // Which values are static, and which have static shapes.

@@ -1,5 +1,6 @@
 @testable import ShrinkwrapCompression
 import ShrinkwrapIR
+import ShrinkwrapTestSupport
 import XCTest
 
 /// One verifier over every registered codec: every bit width, every

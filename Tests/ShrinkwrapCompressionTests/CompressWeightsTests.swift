@@ -2,6 +2,7 @@ import Foundation
 @testable import ShrinkwrapCompression
 import ShrinkwrapIR
 import ShrinkwrapRuntime
+import ShrinkwrapTestSupport
 import XCTest
 
 final class CompressWeightsTests: XCTestCase {

@@ -1,5 +1,6 @@
 @testable import ShrinkwrapCompression
 import ShrinkwrapIR
+import ShrinkwrapTestSupport
 import XCTest
 
 final class KMeans1DTests: XCTestCase {

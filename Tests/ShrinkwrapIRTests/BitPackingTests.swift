@@ -1,5 +1,6 @@
 import Foundation
 import ShrinkwrapIR
+import ShrinkwrapTestSupport
 import XCTest
 
 final class BitPackingTests: XCTestCase {
@@ -25,7 +26,7 @@ final class BitPackingTests: XCTestCase {
     }
 
     func testRoundTripEveryWidthAndOrder() {
-        var rng = LCG(seed: 3)
+        var rng = SplitMix(seed: 3)
         for bits in 1...8 {
             for order in BitOrder.allCases {
                 for n in [0, 1, 5, 8, 13, 64, 101] {
@@ -76,12 +77,3 @@ enum AffineRange {
     static func signed(_ bits: Int) -> [Int16] { Array(Int16(-(1 << (bits - 1)))...Int16((1 << (bits - 1)) - 1)) }
 }
 
-/// A tiny deterministic generator for test data.
-struct LCG {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return state >> 11
-    }
-}

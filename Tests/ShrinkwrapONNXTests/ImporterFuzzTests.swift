@@ -4,6 +4,7 @@ import Shrinkwrap
 import ShrinkwrapIR
 import ShrinkwrapONNX
 import ShrinkwrapRuntime
+import ShrinkwrapTestSupport
 import XCTest
 
 /// Deterministic mutation fuzzing of whole model files: flipped bytes,
@@ -37,7 +38,7 @@ final class ImporterFuzzTests: XCTestCase {
     }
 
     func testMutantsNeverCrash() throws {
-        var rng = SplitMix64(seed: 0x5eed)
+        var rng = SplitMix(seed: 0x5eed)
         var imported = 0, ran = 0, rejected = 0
         let seeds = try corpus()
         for i in 0..<3000 {
@@ -76,14 +77,3 @@ final class ImporterFuzzTests: XCTestCase {
     }
 }
 
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,5 +1,6 @@
 import ShrinkwrapIR
 import ShrinkwrapRuntime
+import ShrinkwrapTestSupport
 import XCTest
 
 final class ExecutionPlannerTests: XCTestCase {
