@@ -5,13 +5,14 @@ SHELL := /bin/bash
 SWIFT        ?= swift
 VENV         := .venv
 PY           := $(VENV)/bin/python
+VENV_TF      := .venv-tf
 BIN          := .build/release/shrinkwrap
 PROTOBUF_VERSION := 1.39.0
 TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps venv build test unit-tests crosscheck crosscheck-compression demo bench schemas schemas-check testdata clean
+.PHONY: help deps venv venv-tf build test unit-tests crosscheck crosscheck-compression demo bench schemas schemas-check testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -31,6 +32,12 @@ venv: $(VENV)/.stamp ## the Python venv with the peer tools (onnx, onnxruntime)
 $(VENV)/.stamp: Scripts/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r Scripts/requirements.txt
+	touch $@
+
+venv-tf: $(VENV_TF)/.stamp ## a second venv with TensorFlow 2.12 + coremltools (Keras fixtures; TF pins its own numpy)
+$(VENV_TF)/.stamp: Scripts/requirements-tf.txt
+	python3 -m venv $(VENV_TF)
+	$(VENV_TF)/bin/pip install -q --disable-pip-version-check -r Scripts/requirements-tf.txt
 	touch $@
 
 build: ## release build of the shrinkwrap binary
@@ -64,12 +71,18 @@ schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated co
 # --- test data (generated, git-ignored) --------------------------------------
 TESTDATA_STAMP := $(TESTDATA)/.stamp
 
-testdata: $(TESTDATA_STAMP) ## generate the ONNX node suite and model suites into .testdata/
+KERAS_STAMP := $(TESTDATA)/keras/manifest.json
+
+testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) ## generate the ONNX node suite, model suites and Keras → Core ML fixtures into .testdata/
 $(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py Scripts/packing_vectors.py $(VENV)/.stamp
 	$(PY) Scripts/gen_onnx_node_tests.py $(TESTDATA)/onnx-node 2>/dev/null
 	$(PY) Scripts/materialize_light.py $(TESTDATA)/models >/dev/null
 	$(PY) Scripts/packing_vectors.py $(TESTDATA)/packing-vectors.json
 	touch $@
+$(KERAS_STAMP): Scripts/make_keras_coreml.py $(VENV_TF)/.stamp
+	rm -rf $(TESTDATA)/keras
+	$(VENV_TF)/bin/python Scripts/make_keras_coreml.py $(TESTDATA)/keras >/dev/null 2>&1 || \
+	  { $(VENV_TF)/bin/python Scripts/make_keras_coreml.py $(TESTDATA)/keras; exit 1; }
 
 # --- tests ------------------------------------------------------------------
 # Tests run in release mode: the suites execute real CNNs.
@@ -91,6 +104,8 @@ crosscheck: deps venv testdata build ## onnxruntime vs shrinkwrap on every light
 	$(PY) Scripts/ort_crosscheck.py --shrinkwrap $(BIN) $(TESTDATA)/models/*.onnx
 	@echo "== coremltools cross-check: k-means SSE, light_squeezenet, 8/4/2/1 bits (ours must not be worse) =="
 	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --check-sse --modes kmeans-lut --bits 8,4,2,1 $(TESTDATA)/models/light_squeezenet.onnx
+	@echo "== coremltools cross-check: every .mlmodel the Core ML suites wrote loads, and every compressed weight decodes bit-identically =="
+	$(PY) Scripts/coreml_crosscheck.py $(TESTDATA)/coreml-crosscheck 2>&1 | grep -v "Failed to load _MLModelProxy\|scikit-learn version"; exit $${PIPESTATUS[0]}
 
 crosscheck-compression: deps venv testdata build ## k-means SSE vs coremltools on light_resnet50 + light_squeezenet, 8/4/2/1 bits (~15 min)
 	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --check-sse --modes kmeans-lut --bits 8,4,2,1 \

@@ -36,7 +36,7 @@ let package = Package(
             name: "ShrinkwrapCoreML",
             dependencies: ["ShrinkwrapIR", "CoreMLSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
-        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX"]),
+        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML"]),
         .executableTarget(
             name: "ShrinkwrapCLI",
             dependencies: ["Shrinkwrap", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -46,8 +46,8 @@ let package = Package(
         .testTarget(name: "ShrinkwrapCompressionTests", dependencies: ["ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"]),
         .testTarget(
             name: "ShrinkwrapCoreMLTests",
-            dependencies: ["ShrinkwrapCoreML", "ShrinkwrapCompression", "ShrinkwrapIR", "CoreMLSchema",
-                           .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: ["ShrinkwrapCoreML", "ShrinkwrapCompression", "ShrinkwrapIR", "CoreMLSchema", "Shrinkwrap", "ShrinkwrapRuntime",
+                           "ShrinkwrapTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
         .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap", "ShrinkwrapTestSupport"]),
         .testTarget(

@@ -779,6 +779,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .subtractBroadcastable(newValue)}
   }
 
+  public var tile: CoreML_Specification_TileLayerParams {
+    get {
+      if case .tile(let v)? = _storage._layer {return v}
+      return CoreML_Specification_TileLayerParams()
+    }
+    set {_uniqueStorage()._layer = .tile(newValue)}
+  }
+
   public var gather: CoreML_Specification_GatherLayerParams {
     get {
       if case .gather(let v)? = _storage._layer {return v}
@@ -827,12 +835,36 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .sliceStatic(newValue)}
   }
 
+  public var argMax: CoreML_Specification_ArgMaxLayerParams {
+    get {
+      if case .argMax(let v)? = _storage._layer {return v}
+      return CoreML_Specification_ArgMaxLayerParams()
+    }
+    set {_uniqueStorage()._layer = .argMax(newValue)}
+  }
+
+  public var embeddingNd: CoreML_Specification_EmbeddingNDLayerParams {
+    get {
+      if case .embeddingNd(let v)? = _storage._layer {return v}
+      return CoreML_Specification_EmbeddingNDLayerParams()
+    }
+    set {_uniqueStorage()._layer = .embeddingNd(newValue)}
+  }
+
   public var batchedMatmul: CoreML_Specification_BatchedMatMulLayerParams {
     get {
       if case .batchedMatmul(let v)? = _storage._layer {return v}
       return CoreML_Specification_BatchedMatMulLayerParams()
     }
     set {_uniqueStorage()._layer = .batchedMatmul(newValue)}
+  }
+
+  public var loadConstantNd: CoreML_Specification_LoadConstantNDLayerParams {
+    get {
+      if case .loadConstantNd(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LoadConstantNDLayerParams()
+    }
+    set {_uniqueStorage()._layer = .loadConstantNd(newValue)}
   }
 
   public var squeeze: CoreML_Specification_SqueezeLayerParams {
@@ -865,6 +897,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
       return CoreML_Specification_ReshapeStaticLayerParams()
     }
     set {_uniqueStorage()._layer = .reshapeStatic(newValue)}
+  }
+
+  public var constantPad: CoreML_Specification_ConstantPaddingLayerParams {
+    get {
+      if case .constantPad(let v)? = _storage._layer {return v}
+      return CoreML_Specification_ConstantPaddingLayerParams()
+    }
+    set {_uniqueStorage()._layer = .constantPad(newValue)}
   }
 
   public var reduceL1: CoreML_Specification_ReduceL1LayerParams {
@@ -947,6 +987,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .reduceLogSumExp(newValue)}
   }
 
+  public var layerNormalization: CoreML_Specification_LayerNormalizationLayerParams {
+    get {
+      if case .layerNormalization(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LayerNormalizationLayerParams()
+    }
+    set {_uniqueStorage()._layer = .layerNormalization(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Layer: Equatable, Sendable {
@@ -1007,17 +1055,22 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case divideBroadcastable(CoreML_Specification_DivideBroadcastableLayerParams)
     case multiplyBroadcastable(CoreML_Specification_MultiplyBroadcastableLayerParams)
     case subtractBroadcastable(CoreML_Specification_SubtractBroadcastableLayerParams)
+    case tile(CoreML_Specification_TileLayerParams)
     case gather(CoreML_Specification_GatherLayerParams)
     case softmaxNd(CoreML_Specification_SoftmaxNDLayerParams)
     case splitNd(CoreML_Specification_SplitNDLayerParams)
     case concatNd(CoreML_Specification_ConcatNDLayerParams)
     case transpose(CoreML_Specification_TransposeLayerParams)
     case sliceStatic(CoreML_Specification_SliceStaticLayerParams)
+    case argMax(CoreML_Specification_ArgMaxLayerParams)
+    case embeddingNd(CoreML_Specification_EmbeddingNDLayerParams)
     case batchedMatmul(CoreML_Specification_BatchedMatMulLayerParams)
+    case loadConstantNd(CoreML_Specification_LoadConstantNDLayerParams)
     case squeeze(CoreML_Specification_SqueezeLayerParams)
     case expandDims(CoreML_Specification_ExpandDimsLayerParams)
     case flattenTo2D(CoreML_Specification_FlattenTo2DLayerParams)
     case reshapeStatic(CoreML_Specification_ReshapeStaticLayerParams)
+    case constantPad(CoreML_Specification_ConstantPaddingLayerParams)
     case reduceL1(CoreML_Specification_ReduceL1LayerParams)
     case reduceL2(CoreML_Specification_ReduceL2LayerParams)
     case reduceMax(CoreML_Specification_ReduceMaxLayerParams)
@@ -1028,6 +1081,7 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case reduceLogSum(CoreML_Specification_ReduceLogSumLayerParams)
     case reduceSumSquare(CoreML_Specification_ReduceSumSquareLayerParams)
     case reduceLogSumExp(CoreML_Specification_ReduceLogSumExpLayerParams)
+    case layerNormalization(CoreML_Specification_LayerNormalizationLayerParams)
 
   }
 
@@ -3659,6 +3713,19 @@ public nonisolated struct CoreML_Specification_SubtractBroadcastableLayerParams:
   public init() {}
 }
 
+/// Output repeats the input reps[i] times along axis i (len(reps) = rank).
+public nonisolated struct CoreML_Specification_TileLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var reps: [UInt64] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct CoreML_Specification_GatherLayerParams: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -3810,6 +3877,91 @@ public nonisolated struct CoreML_Specification_BatchedMatMulLayerParams: @unchec
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Index of the largest element along `axis`; removeDim drops that axis.
+public nonisolated struct CoreML_Specification_ArgMaxLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var axis: Int64 = 0
+
+  public var removeDim: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// out[..., :] = weights[:, index] (+ bias); weights are [embeddingSize, vocabSize].
+public nonisolated struct CoreML_Specification_EmbeddingNDLayerParams: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var vocabSize: UInt64 {
+    get {_storage._vocabSize}
+    set {_uniqueStorage()._vocabSize = newValue}
+  }
+
+  public var embeddingSize: UInt64 {
+    get {_storage._embeddingSize}
+    set {_uniqueStorage()._embeddingSize = newValue}
+  }
+
+  public var hasBias_p: Bool {
+    get {_storage._hasBias_p}
+    set {_uniqueStorage()._hasBias_p = newValue}
+  }
+
+  public var weights: CoreML_Specification_WeightParams {
+    get {_storage._weights ?? CoreML_Specification_WeightParams()}
+    set {_uniqueStorage()._weights = newValue}
+  }
+  /// Returns true if `weights` has been explicitly set.
+  public var hasWeights: Bool {_storage._weights != nil}
+  /// Clears the value of `weights`. Subsequent reads from it will return its default value.
+  public mutating func clearWeights() {_uniqueStorage()._weights = nil}
+
+  public var bias: CoreML_Specification_WeightParams {
+    get {_storage._bias ?? CoreML_Specification_WeightParams()}
+    set {_uniqueStorage()._bias = newValue}
+  }
+  /// Returns true if `bias` has been explicitly set.
+  public var hasBias: Bool {_storage._bias != nil}
+  /// Clears the value of `bias`. Subsequent reads from it will return its default value.
+  public mutating func clearBias() {_uniqueStorage()._bias = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A constant tensor of any rank.
+public nonisolated struct CoreML_Specification_LoadConstantNDLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var shape: [UInt64] = []
+
+  public var data: CoreML_Specification_WeightParams {
+    get {_data ?? CoreML_Specification_WeightParams()}
+    set {_data = newValue}
+  }
+  /// Returns true if `data` has been explicitly set.
+  public var hasData: Bool {self._data != nil}
+  /// Clears the value of `data`. Subsequent reads from it will return its default value.
+  public mutating func clearData() {self._data = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _data: CoreML_Specification_WeightParams? = nil
 }
 
 public nonisolated struct CoreML_Specification_SqueezeLayerParams: Sendable {
@@ -4022,6 +4174,64 @@ public nonisolated struct CoreML_Specification_ReduceLogSumExpLayerParams: Senda
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+}
+
+/// Pads with `value`; padAmounts holds (start, end) per axis, last axes last.
+public nonisolated struct CoreML_Specification_ConstantPaddingLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var value: Float = 0
+
+  public var padAmounts: [UInt64] = []
+
+  public var padToGivenOutputSizeMode: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Normalizes over the trailing axes named by normalizedShape, then gamma / beta.
+public nonisolated struct CoreML_Specification_LayerNormalizationLayerParams: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var normalizedShape: [Int64] {
+    get {_storage._normalizedShape}
+    set {_uniqueStorage()._normalizedShape = newValue}
+  }
+
+  public var eps: Float {
+    get {_storage._eps}
+    set {_uniqueStorage()._eps = newValue}
+  }
+
+  public var gamma: CoreML_Specification_WeightParams {
+    get {_storage._gamma ?? CoreML_Specification_WeightParams()}
+    set {_uniqueStorage()._gamma = newValue}
+  }
+  /// Returns true if `gamma` has been explicitly set.
+  public var hasGamma: Bool {_storage._gamma != nil}
+  /// Clears the value of `gamma`. Subsequent reads from it will return its default value.
+  public mutating func clearGamma() {_uniqueStorage()._gamma = nil}
+
+  public var beta: CoreML_Specification_WeightParams {
+    get {_storage._beta ?? CoreML_Specification_WeightParams()}
+    set {_uniqueStorage()._beta = newValue}
+  }
+  /// Returns true if `beta` has been explicitly set.
+  public var hasBeta: Bool {_storage._beta != nil}
+  /// Clears the value of `beta`. Subsequent reads from it will return its default value.
+  public mutating func clearBeta() {_uniqueStorage()._beta = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct CoreML_Specification_NetworkUpdateParameters: @unchecked Sendable {
@@ -4683,7 +4893,7 @@ nonisolated extension CoreML_Specification_Tensor: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NeuralNetworkLayer"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}input\0\u{1}output\0\u{1}inputTensor\0\u{1}outputTensor\0\u{2}\u{5}isUpdatable\0\u{2}Z\u{1}convolution\0\u{2}\u{14}pooling\0\u{2}\u{a}activation\0\u{2}\u{a}innerProduct\0\u{2}\u{a}embedding\0\u{2}\u{a}batchnorm\0\u{2}\u{5}mvn\0\u{2}\u{5}l2normalize\0\u{2}\u{5}softmax\0\u{2}\u{5}lrn\0\u{2}\u{a}crop\0\u{2}\u{a}padding\0\u{2}\u{a}upsample\0\u{1}resizeBilinear\0\u{1}cropResize\0\u{2}\u{8}unary\0\u{2}\u{a}add\0\u{1}multiply\0\u{2}\u{9}average\0\u{2}\u{5}scale\0\u{2}\u{5}bias\0\u{2}\u{a}max\0\u{1}min\0\u{2}\u{9}dot\0\u{2}\u{a}reduce\0\u{2}\u{a}loadConstant\0\u{2}\u{a}reshape\0\u{1}flatten\0\u{2}\u{9}permute\0\u{2}\u{a}concat\0\u{2}\u{a}split\0\u{2}\u{a}sequenceRepeat\0\u{2}\u{5}reorganizeData\0\u{2}\u{5}slice\0\u{2}2simpleRecurrent\0\u{2}\u{a}gru\0\u{2}\u{a}uniDirectionalLSTM\0\u{2}\u{a}biDirectionalLSTM\0\u{2}F\u{1}custom\0\u{2}`\u{2}clip\0\u{2}\u{5}ceil\0\u{2}\u{5}floor\0\u{2}\u{a}sign\0\u{2}\u{5}round\0\u{2}i\u{1}erf\0\u{2}\u{5}gelu\0\u{2}K\u{1}minBroadcastable\0\u{2}\u{5}maxBroadcastable\0\u{2}\u{5}addBroadcastable\0\u{2}\u{5}powBroadcastable\0\u{2}\u{5}divideBroadcastable\0\u{2}\u{a}multiplyBroadcastable\0\u{2}\u{5}subtractBroadcastable\0\u{2}\u{19}gather\0\u{2}\u{14}softmaxND\0\u{2}\u{19}splitND\0\u{2}\u{5}concatND\0\u{2}\u{5}transpose\0\u{2}\u{a}sliceStatic\0\u{2}2batchedMatmul\0\u{2}K\u{1}squeeze\0\u{2}\u{5}expandDims\0\u{2}\u{5}flattenTo2D\0\u{2}\u{a}reshapeStatic\0\u{2}n\u{1}reduceL1\0\u{2}\u{5}reduceL2\0\u{2}\u{5}reduceMax\0\u{2}\u{5}reduceMin\0\u{2}\u{5}reduceSum\0\u{2}\u{5}reduceProd\0\u{2}\u{5}reduceMean\0\u{2}\u{5}reduceLogSum\0\u{2}\u{5}reduceSumSquare\0\u{2}\u{5}reduceLogSumExp\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}input\0\u{1}output\0\u{1}inputTensor\0\u{1}outputTensor\0\u{2}\u{5}isUpdatable\0\u{2}Z\u{1}convolution\0\u{2}\u{14}pooling\0\u{2}\u{a}activation\0\u{2}\u{a}innerProduct\0\u{2}\u{a}embedding\0\u{2}\u{a}batchnorm\0\u{2}\u{5}mvn\0\u{2}\u{5}l2normalize\0\u{2}\u{5}softmax\0\u{2}\u{5}lrn\0\u{2}\u{a}crop\0\u{2}\u{a}padding\0\u{2}\u{a}upsample\0\u{1}resizeBilinear\0\u{1}cropResize\0\u{2}\u{8}unary\0\u{2}\u{a}add\0\u{1}multiply\0\u{2}\u{9}average\0\u{2}\u{5}scale\0\u{2}\u{5}bias\0\u{2}\u{a}max\0\u{1}min\0\u{2}\u{9}dot\0\u{2}\u{a}reduce\0\u{2}\u{a}loadConstant\0\u{2}\u{a}reshape\0\u{1}flatten\0\u{2}\u{9}permute\0\u{2}\u{a}concat\0\u{2}\u{a}split\0\u{2}\u{a}sequenceRepeat\0\u{2}\u{5}reorganizeData\0\u{2}\u{5}slice\0\u{2}2simpleRecurrent\0\u{2}\u{a}gru\0\u{2}\u{a}uniDirectionalLSTM\0\u{2}\u{a}biDirectionalLSTM\0\u{2}F\u{1}custom\0\u{2}`\u{2}clip\0\u{2}\u{5}ceil\0\u{2}\u{5}floor\0\u{2}\u{a}sign\0\u{2}\u{5}round\0\u{2}i\u{1}erf\0\u{2}\u{5}gelu\0\u{2}K\u{1}minBroadcastable\0\u{2}\u{5}maxBroadcastable\0\u{2}\u{5}addBroadcastable\0\u{2}\u{5}powBroadcastable\0\u{2}\u{5}divideBroadcastable\0\u{2}\u{a}multiplyBroadcastable\0\u{2}\u{5}subtractBroadcastable\0\u{2}\u{f}tile\0\u{2}\u{a}gather\0\u{2}\u{14}softmaxND\0\u{2}\u{19}splitND\0\u{2}\u{5}concatND\0\u{2}\u{5}transpose\0\u{2}\u{a}sliceStatic\0\u{2}\u{1e}argMax\0\u{2}\u{f}embeddingND\0\u{2}\u{5}batchedMatmul\0\u{2}\u{19}loadConstantND\0\u{2}2squeeze\0\u{2}\u{5}expandDims\0\u{2}\u{5}flattenTo2D\0\u{2}\u{a}reshapeStatic\0\u{2}\u{f}constantPad\0\u{2}_\u{1}reduceL1\0\u{2}\u{5}reduceL2\0\u{2}\u{5}reduceMax\0\u{2}\u{5}reduceMin\0\u{2}\u{5}reduceSum\0\u{2}\u{5}reduceProd\0\u{2}\u{5}reduceMean\0\u{2}\u{5}reduceLogSum\0\u{2}\u{5}reduceSumSquare\0\u{2}\u{5}reduceLogSumExp\0\u{2}7layerNormalization\0")
 
   fileprivate class _StorageClass {
     var _name: String = String()
@@ -5423,6 +5633,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .subtractBroadcastable(v)
           }
         }()
+        case 920: try {
+          var v: CoreML_Specification_TileLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .tile(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .tile(v)
+          }
+        }()
         case 930: try {
           var v: CoreML_Specification_GatherLayerParams?
           var hadOneofValue = false
@@ -5501,6 +5724,32 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .sliceStatic(v)
           }
         }()
+        case 1025: try {
+          var v: CoreML_Specification_ArgMaxLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .argMax(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .argMax(v)
+          }
+        }()
+        case 1040: try {
+          var v: CoreML_Specification_EmbeddingNDLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .embeddingNd(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .embeddingNd(v)
+          }
+        }()
         case 1045: try {
           var v: CoreML_Specification_BatchedMatMulLayerParams?
           var hadOneofValue = false
@@ -5512,6 +5761,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
           if let v = v {
             if hadOneofValue {try decoder.handleConflictingOneOf()}
             _storage._layer = .batchedMatmul(v)
+          }
+        }()
+        case 1070: try {
+          var v: CoreML_Specification_LoadConstantNDLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .loadConstantNd(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .loadConstantNd(v)
           }
         }()
         case 1120: try {
@@ -5564,6 +5826,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
           if let v = v {
             if hadOneofValue {try decoder.handleConflictingOneOf()}
             _storage._layer = .reshapeStatic(v)
+          }
+        }()
+        case 1155: try {
+          var v: CoreML_Specification_ConstantPaddingLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .constantPad(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .constantPad(v)
           }
         }()
         case 1250: try {
@@ -5694,6 +5969,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
           if let v = v {
             if hadOneofValue {try decoder.handleConflictingOneOf()}
             _storage._layer = .reduceLogSumExp(v)
+          }
+        }()
+        case 1350: try {
+          var v: CoreML_Specification_LayerNormalizationLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .layerNormalization(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .layerNormalization(v)
           }
         }()
         default: break
@@ -5939,6 +6227,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .subtractBroadcastable(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 905)
       }()
+      case .tile?: try {
+        guard case .tile(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 920)
+      }()
       case .gather?: try {
         guard case .gather(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 930)
@@ -5963,9 +6255,21 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .sliceStatic(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 995)
       }()
+      case .argMax?: try {
+        guard case .argMax(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1025)
+      }()
+      case .embeddingNd?: try {
+        guard case .embeddingNd(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1040)
+      }()
       case .batchedMatmul?: try {
         guard case .batchedMatmul(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1045)
+      }()
+      case .loadConstantNd?: try {
+        guard case .loadConstantNd(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1070)
       }()
       case .squeeze?: try {
         guard case .squeeze(let v)? = _storage._layer else { preconditionFailure() }
@@ -5982,6 +6286,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
       case .reshapeStatic?: try {
         guard case .reshapeStatic(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1140)
+      }()
+      case .constantPad?: try {
+        guard case .constantPad(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1155)
       }()
       case .reduceL1?: try {
         guard case .reduceL1(let v)? = _storage._layer else { preconditionFailure() }
@@ -6022,6 +6330,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
       case .reduceLogSumExp?: try {
         guard case .reduceLogSumExp(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1295)
+      }()
+      case .layerNormalization?: try {
+        guard case .layerNormalization(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1350)
       }()
       case nil: break
       }
@@ -9961,6 +10273,36 @@ nonisolated extension CoreML_Specification_SubtractBroadcastableLayerParams: Swi
   }
 }
 
+nonisolated extension CoreML_Specification_TileLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".TileLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}reps\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.reps) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.reps.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.reps, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_TileLayerParams, rhs: CoreML_Specification_TileLayerParams) -> Bool {
+    if lhs.reps != rhs.reps {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension CoreML_Specification_GatherLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".GatherLayerParams"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}axis\0")
@@ -10295,6 +10637,178 @@ nonisolated extension CoreML_Specification_BatchedMatMulLayerParams: SwiftProtob
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_ArgMaxLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ArgMaxLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}axis\0\u{1}removeDim\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularInt64Field(value: &self.axis) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.removeDim) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.axis != 0 {
+      try visitor.visitSingularInt64Field(value: self.axis, fieldNumber: 1)
+    }
+    if self.removeDim != false {
+      try visitor.visitSingularBoolField(value: self.removeDim, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_ArgMaxLayerParams, rhs: CoreML_Specification_ArgMaxLayerParams) -> Bool {
+    if lhs.axis != rhs.axis {return false}
+    if lhs.removeDim != rhs.removeDim {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_EmbeddingNDLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EmbeddingNDLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}vocabSize\0\u{1}embeddingSize\0\u{1}hasBias\0\u{2}\u{11}weights\0\u{1}bias\0")
+
+  fileprivate class _StorageClass {
+    var _vocabSize: UInt64 = 0
+    var _embeddingSize: UInt64 = 0
+    var _hasBias_p: Bool = false
+    var _weights: CoreML_Specification_WeightParams? = nil
+    var _bias: CoreML_Specification_WeightParams? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _vocabSize = source._vocabSize
+      _embeddingSize = source._embeddingSize
+      _hasBias_p = source._hasBias_p
+      _weights = source._weights
+      _bias = source._bias
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt64Field(value: &_storage._vocabSize) }()
+        case 2: try { try decoder.decodeSingularUInt64Field(value: &_storage._embeddingSize) }()
+        case 3: try { try decoder.decodeSingularBoolField(value: &_storage._hasBias_p) }()
+        case 20: try { try decoder.decodeSingularMessageField(value: &_storage._weights) }()
+        case 21: try { try decoder.decodeSingularMessageField(value: &_storage._bias) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._vocabSize != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._vocabSize, fieldNumber: 1)
+      }
+      if _storage._embeddingSize != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._embeddingSize, fieldNumber: 2)
+      }
+      if _storage._hasBias_p != false {
+        try visitor.visitSingularBoolField(value: _storage._hasBias_p, fieldNumber: 3)
+      }
+      try { if let v = _storage._weights {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 20)
+      } }()
+      try { if let v = _storage._bias {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 21)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_EmbeddingNDLayerParams, rhs: CoreML_Specification_EmbeddingNDLayerParams) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._vocabSize != rhs_storage._vocabSize {return false}
+        if _storage._embeddingSize != rhs_storage._embeddingSize {return false}
+        if _storage._hasBias_p != rhs_storage._hasBias_p {return false}
+        if _storage._weights != rhs_storage._weights {return false}
+        if _storage._bias != rhs_storage._bias {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LoadConstantNDLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LoadConstantNDLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shape\0\u{1}data\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.shape) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._data) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.shape.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.shape, fieldNumber: 1)
+    }
+    try { if let v = self._data {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LoadConstantNDLayerParams, rhs: CoreML_Specification_LoadConstantNDLayerParams) -> Bool {
+    if lhs.shape != rhs.shape {return false}
+    if lhs._data != rhs._data {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -10820,6 +11334,137 @@ nonisolated extension CoreML_Specification_ReduceLogSumExpLayerParams: SwiftProt
     if lhs.axes != rhs.axes {return false}
     if lhs.keepDims != rhs.keepDims {return false}
     if lhs.reduceAll != rhs.reduceAll {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_ConstantPaddingLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ConstantPaddingLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}value\0\u{1}padAmounts\0\u{1}padToGivenOutputSizeMode\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularFloatField(value: &self.value) }()
+      case 2: try { try decoder.decodeRepeatedUInt64Field(value: &self.padAmounts) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.padToGivenOutputSizeMode) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.value.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.value, fieldNumber: 1)
+    }
+    if !self.padAmounts.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.padAmounts, fieldNumber: 2)
+    }
+    if self.padToGivenOutputSizeMode != false {
+      try visitor.visitSingularBoolField(value: self.padToGivenOutputSizeMode, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_ConstantPaddingLayerParams, rhs: CoreML_Specification_ConstantPaddingLayerParams) -> Bool {
+    if lhs.value != rhs.value {return false}
+    if lhs.padAmounts != rhs.padAmounts {return false}
+    if lhs.padToGivenOutputSizeMode != rhs.padToGivenOutputSizeMode {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LayerNormalizationLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LayerNormalizationLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}normalizedShape\0\u{1}eps\0\u{1}gamma\0\u{1}beta\0")
+
+  fileprivate class _StorageClass {
+    var _normalizedShape: [Int64] = []
+    var _eps: Float = 0
+    var _gamma: CoreML_Specification_WeightParams? = nil
+    var _beta: CoreML_Specification_WeightParams? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _normalizedShape = source._normalizedShape
+      _eps = source._eps
+      _gamma = source._gamma
+      _beta = source._beta
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeRepeatedInt64Field(value: &_storage._normalizedShape) }()
+        case 2: try { try decoder.decodeSingularFloatField(value: &_storage._eps) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._gamma) }()
+        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._beta) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._normalizedShape.isEmpty {
+        try visitor.visitPackedInt64Field(value: _storage._normalizedShape, fieldNumber: 1)
+      }
+      if _storage._eps.bitPattern != 0 {
+        try visitor.visitSingularFloatField(value: _storage._eps, fieldNumber: 2)
+      }
+      try { if let v = _storage._gamma {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      try { if let v = _storage._beta {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LayerNormalizationLayerParams, rhs: CoreML_Specification_LayerNormalizationLayerParams) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._normalizedShape != rhs_storage._normalizedShape {return false}
+        if _storage._eps != rhs_storage._eps {return false}
+        if _storage._gamma != rhs_storage._gamma {return false}
+        if _storage._beta != rhs_storage._beta {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

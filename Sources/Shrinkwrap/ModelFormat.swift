@@ -1,6 +1,8 @@
 import Foundation
 import ShrinkwrapIR
+import ShrinkwrapCoreML
 import ShrinkwrapONNX
+import ShrinkwrapRuntime
 
 /// A model file format Shrinkwrap can read (and later write).
 public struct ModelFormat: Sendable {
@@ -21,6 +23,9 @@ public enum ModelFormats {
     public static let all: [ModelFormat] = [
         ModelFormat(name: "onnx", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
                     supportedOps: ONNXImporter.supportedOps, exporter: nil),
+        ModelFormat(name: "coreml", extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
+                    supportedOps: CoreMLImporter.supportedLayers,
+                    exporter: { try CoreMLExporter.export(try ExportPreparation.prepare($0).graph) }),
     ]
 
     /// The format for a path, by extension.

@@ -16,7 +16,7 @@ struct ShrinkwrapCommand: ParsableCommand {
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
         version: Shrinkwrap.version,
-        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self]
+        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self]
     )
 
     /// Runs the command; a `UserFacingError` becomes one line on stderr and
@@ -169,14 +169,8 @@ struct Bench: ParsableCommand {
     }
 }
 
-struct Compress: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Compress a model's weights and print what happened to each one.",
-        discussion: "Modes:\n" + WeightCodecs.help)
-
-    @Argument(help: "The model file (.onnx).")
-    var model: String
-
+/// The compression flags `compress` and `convert` share.
+struct CompressionFlags: ParsableArguments {
     @Option(help: ArgumentHelp("Compression mode: \(WeightCodecs.modes.joined(separator: ", ")).", valueName: "mode"))
     var mode: String?
 
@@ -207,25 +201,140 @@ struct Compress: ParsableCommand {
     @Option(help: "Worker threads (default: all cores); the result does not depend on it.")
     var threads: Int?
 
-    @Option(name: .shortAndLong, help: "Write the compressed model here.")
+    var settings: CompressionSettings {
+        var s = CompressionSettings()
+        s.mode = mode; s.bits = bits; s.granularity = granularity
+        s.symmetric = symmetric; s.exactZero = exactZero; s.clampFP16 = clampFP16
+        s.lutFile = lut; s.planFile = plan; s.minElements = minElements
+        return s
+    }
+
+    /// True when any compression flag is given.
+    var requested: Bool {
+        mode != nil || plan != nil || bits != nil || granularity != nil || symmetric || exactZero || clampFP16 || lut != nil || minElements != nil
+    }
+}
+
+struct Compress: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compress a model's weights and print what happened to each one.",
+        discussion: "Modes:\n" + WeightCodecs.help)
+
+    @Argument(help: "The model file (.onnx, .mlmodel).")
+    var model: String
+
+    @OptionGroup var compression: CompressionFlags
+
+    @Option(name: .shortAndLong, help: "Write the compressed model here (.mlmodel).")
     var output: String?
 
     @Flag(help: "Print the log as JSON.")
     var json = false
 
     func run() throws {
-        var settings = CompressionSettings()
-        settings.mode = mode; settings.bits = bits; settings.granularity = granularity
-        settings.symmetric = symmetric; settings.exactZero = exactZero; settings.clampFP16 = clampFP16
-        settings.lutFile = lut; settings.planFile = plan; settings.minElements = minElements
-        let plan = try settings.plan()  // option errors before the model is read
+        let plan = try compression.settings.plan()  // option errors before the model is read
         if let output { try Shrinkwrap.checkWritable(output, inputs: [model]) }
         var graph = try Shrinkwrap.load(model)
-        let log = try Shrinkwrap.compress(&graph, plan: plan, threads: threads)
+        let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         if let output {
             try Shrinkwrap.save(graph, to: output, inputs: [model])
             FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
         }
+    }
+}
+
+struct Convert: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Convert a model to another format, optionally compressing its weights.",
+        discussion: """
+        The output format comes from the extension of -o (.mlmodel: Core ML NeuralNetwork). \
+        Compression flags are those of `compress`; without them weights stay float32.
+
+        Modes:
+        """ + WeightCodecs.help)
+
+    @Argument(help: "The model file (.onnx, .mlmodel).")
+    var model: String
+
+    @Option(name: .shortAndLong, help: "The converted model (.mlmodel).")
+    var output: String
+
+    @OptionGroup var compression: CompressionFlags
+
+    @Option(name: .customLong("image-input"), help: "Make this input an image (raw pixels 0…255); repeat for several.")
+    var imageInputs: [String] = []
+
+    @Option(help: "Image preprocessing: pixel × scale (+ bias), e.g. 0.00392157 for 1/255.")
+    var scale: Float?
+
+    @Option(help: "Image preprocessing bias: one value, or one per channel in --color order (comma-separated).")
+    var bias: String?
+
+    @Option(help: "Image channel order: RGB, BGR or GRAY (default RGB).")
+    var color: String?
+
+    @Option(help: "Class labels, one per line: the model becomes a classifier (classLabel + probabilities).")
+    var labels: String?
+
+    @Option(help: "Model metadata: author.")
+    var author: String?
+
+    @Option(help: "Model metadata: license.")
+    var license: String?
+
+    @Option(name: .customLong("description"), help: "Model metadata: short description.")
+    var shortDescription: String?
+
+    @Option(name: .customLong("model-version"), help: "Model metadata: version string.")
+    var modelVersion: String?
+
+    @Option(name: .customLong("meta"), help: "User-defined metadata KEY=VALUE; repeat for several.")
+    var meta: [String] = []
+
+    @Flag(help: "Print the compression log as JSON.")
+    var json = false
+
+    func options() throws -> ConversionOptions {
+        var o = ConversionOptions()
+        if imageInputs.isEmpty, scale != nil || bias != nil || color != nil {
+            throw CLIError(description: "--scale, --bias and --color need --image-input")
+        }
+        let layout: ColorLayout
+        if let color {
+            guard let c = ColorLayout(rawValue: color.uppercased()) else { throw CLIError(description: "--color \(color): expected RGB, BGR or GRAY") }
+            layout = c
+        } else { layout = .rgb }
+        var biasValues: [Float] = []
+        if let bias {
+            for part in bias.split(separator: ",") {
+                guard let v = Float(part.trimmingCharacters(in: .whitespaces)), v.isFinite else { throw CLIError(description: "--bias \(bias): not a list of numbers") }
+                biasValues.append(v)
+            }
+        }
+        if let scale, !scale.isFinite { throw CLIError(description: "--scale must be a finite number") }
+        o.imageInputs = imageInputs.map { .init(name: $0, color: layout, scale: scale ?? 1, bias: biasValues) }
+        o.labels = try labels.map { try Shrinkwrap.loadLabels($0) }
+        o.author = author; o.license = license; o.shortDescription = shortDescription; o.version = modelVersion
+        for m in meta {
+            guard let eq = m.firstIndex(of: "="), eq != m.startIndex else { throw CLIError(description: "--meta \(m): expected KEY=VALUE") }
+            o.userDefined.append((String(m[..<eq]), String(m[m.index(after: eq)...])))
+        }
+        return o
+    }
+
+    func run() throws {
+        let plan = compression.requested ? try compression.settings.plan() : nil
+        let opts = try options()
+        let readsFiles = [model] + [labels, compression.plan, compression.lut].compactMap { $0 }
+        try Shrinkwrap.checkWritable(output, inputs: readsFiles)
+        var graph = try Shrinkwrap.load(model)
+        try Shrinkwrap.apply(opts, to: &graph)
+        if let plan {
+            let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
+            print(json ? log.json : log.table, terminator: json ? "\n" : "")
+        }
+        try Shrinkwrap.save(graph, to: output, inputs: readsFiles)
+        FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
     }
 }

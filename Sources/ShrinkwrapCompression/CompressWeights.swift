@@ -99,6 +99,7 @@ public enum CompressWeights {
         }
         var entries: [CompressionLogEntry] = []
         var tasks: [Task] = []
+        let updatable = Set(graph.metadata.updatableNodes)
         for c in graph.constants {
             let enc = c.encoding
             let users = uses[c.name] ?? []
@@ -110,6 +111,9 @@ public enum CompressWeights {
             func skip(_ why: String) { entry.skipped = why; entries.append(entry) }
 
             guard case .dense(let t) = enc else { skip("already compressed (\(enc.kind))"); continue }
+            if let u = users.first(where: { !$0.node.name.isEmpty && updatable.contains($0.node.name) }) {
+                skip("weight of updatable layer '\(u.node.label)' (Core ML trains it on device in float32)"); continue
+            }
             guard t.dtype == .float32, let values = t.floats else { skip("\(t.dtype.rawValue) tensor (not a float32 weight)"); continue }
             let named = plan.byName[c.name]
             if named == .skip { skip("skipped by the plan's rule for this name"); continue }
@@ -194,8 +198,52 @@ public enum CompressWeights {
                 graph.setConstant(Constant(name: task.input.name, encoding: res.encoding))
             }
         }
+        halfCompanions(&graph, &entries)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds, threads: workers)
+    }
+}
+
+extension CompressWeights {
+    /// A node whose weight became float16 gets its other float32 parameters
+    /// (bias, …) in float16 as well: formats such as Core ML require the
+    /// tensors of one layer to share a precision, and fp16 biases cost
+    /// nothing in accuracy that the fp16 weight has not already cost. A
+    /// parameter outside float16's range stays float32 (and the log says so).
+    static func halfCompanions(_ graph: inout Graph, _ entries: inout [CompressionLogEntry]) {
+        var index: [String: Int] = [:]
+        for (k, e) in entries.enumerated() { index[e.name] = k }
+        func hasHalfWeight(_ node: Node) -> Bool {
+            node.inputs.contains { name in
+                guard let k = index[name], entries[k].compressed, case .float16? = graph.constant(named: name)?.encoding else { return false }
+                return true
+            }
+        }
+        let halfNodes = Set(graph.nodes.indices.filter { hasHalfWeight(graph.nodes[$0]) })
+        for (n, node) in graph.nodes.enumerated() where halfNodes.contains(n) {
+            for name in node.inputs where !name.isEmpty {
+                guard let k = index[name], !entries[k].compressed, let c = graph.constant(named: name),
+                      case .dense(let t) = c.encoding, t.dtype == .float32, let values = t.floats else { continue }
+                // Only parameters that every reader pairs with an fp16 weight.
+                guard graph.nodes.indices.allSatisfy({ !graph.nodes[$0].inputs.contains(name) || halfNodes.contains($0) }) else { continue }
+                guard values.allSatisfy({ $0.isFinite && abs($0) < 65520 }) else {
+                    entries[k].notes.append("stays float32 beside an fp16 weight: values beyond float16's range")
+                    continue
+                }
+                let bits = values.map { Half.bits(from: $0) }
+                guard let h = try? Float16Weights(shape: t.shape, bits: bits) else { continue }
+                let enc = WeightEncoding.float16(h)
+                let stats = ErrorStats(original: values, decoded: enc.decoded().floats ?? [])
+                var e = entries[k]
+                e.skipped = nil
+                e.rule = "fp16 (with the fp16 weight of \(node.opType) '\(node.label)')"
+                e.encoding = enc.kind
+                e.bytesAfter = enc.storageBytes
+                e.sse = stats.sse; e.sqnrDB = stats.sqnrDB; e.maxAbsError = stats.maxAbs
+                entries[k] = e
+                graph.setConstant(Constant(name: name, encoding: enc))
+            }
+        }
     }
 }
 

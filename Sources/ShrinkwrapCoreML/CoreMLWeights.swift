@@ -45,6 +45,12 @@ enum CoreMLWeights {
             var lq = CoreML_Specification_LinearQuantizationParams()
             lq.scale = a.scale
             lq.bias = zip(a.scale, a.bias).map { s, b in Float(Double(b) - Double(s) * Double(shift)) }
+            // One scale per output channel even for a per-tensor weight: Core ML takes 1 or C,
+            // but coremltools' own dequantizer only reads C, and it costs 8 bytes a channel.
+            if perTensor, let channels = a.shape.first, channels > 1, lq.scale.count == 1 {
+                lq.scale = Array(repeating: lq.scale[0], count: channels)
+                lq.bias = Array(repeating: lq.bias[0], count: channels)
+            }
             p.rawValue = Data(BitPacking.pack(codes, bits: a.bits, order: .coreMLNeuralNetwork))
             p.quantization.numberOfBits = UInt64(a.bits)
             p.quantization.linearQuantization = lq
@@ -125,11 +131,16 @@ enum CoreMLWeights {
             throw bad("\(lq.bias.count) biases for \(scales.count) scales")
         }
         var blockShape = shape.map { max($0, 1) }
-        if scales.count > 1 { blockShape[0] = 1 }
-        let bias = lq.bias.isEmpty ? [Float](repeating: 0, count: scales.count) : lq.bias
+        var scale = scales
+        var bias = lq.bias.isEmpty ? [Float](repeating: 0, count: scales.count) : lq.bias
+        // Equal scales and biases on every channel (how per-tensor weights are written) read back as per-tensor.
+        if scale.count > 1, scale.allSatisfy({ $0.bitPattern == scale[0].bitPattern }), bias.allSatisfy({ $0.bitPattern == bias[0].bitPattern }) {
+            scale = [scale[0]]; bias = [bias[0]]
+        }
+        if scale.count > 1 { blockShape[0] = 1 }
         do throws(WeightLayoutError) {
             return .affine(try AffineWeights(shape: shape, bits: bits, signed: signed, q: codes, blockShape: blockShape,
-                                             scale: scales, bias: bias))
+                                             scale: scale, bias: bias))
         } catch { throw bad(error.reason) }
     }
 }

@@ -87,6 +87,25 @@ public struct Constant: Sendable, Equatable {
     public init(name: String, tensor: Tensor) { self.init(name: name, encoding: .dense(tensor)) }
 }
 
+/// How an image input's channels are ordered. The input tensor is
+/// [1, C, H, W] float with pixel values 0…255; any scaling is ordinary
+/// graph nodes after the input (importers insert them, exporters may fold
+/// them back into the format's preprocessing).
+public enum ColorLayout: String, Sendable, Equatable, CaseIterable {
+    case rgb = "RGB"
+    case bgr = "BGR"
+    case gray = "GRAY"
+
+    public var channels: Int { self == .gray ? 1 : 3 }
+}
+
+/// A graph input that apps feed as an image.
+public struct ImageInput: Sendable, Equatable {
+    public var name: String
+    public var color: ColorLayout
+    public init(name: String, color: ColorLayout) { self.name = name; self.color = color }
+}
+
 /// Model-level metadata that travels with the graph.
 public struct Metadata: Sendable, Equatable {
     public var producerName = ""
@@ -100,6 +119,15 @@ public struct Metadata: Sendable, Equatable {
     public var labels: [String] = []
     /// Free-form key/value pairs in file order.
     public var properties: [(key: String, value: String)] = []
+    /// Inputs that apps feed as images.
+    public var imageInputs: [ImageInput] = []
+    /// Nodes the source model marks as trainable on device (Core ML
+    /// `isUpdatable`); their weights must stay float32.
+    public var updatableNodes: [String] = []
+    /// Opaque per-format data kept for a round trip into the same format
+    /// (e.g. "coreml.updateParams": a serialized NetworkUpdateParameters),
+    /// in insertion order.
+    public var formatData: [(key: String, value: [UInt8])] = []
 
     public init() {}
 
@@ -108,7 +136,12 @@ public struct Metadata: Sendable, Equatable {
             && a.domain == b.domain && a.modelVersion == b.modelVersion && a.author == b.author
             && a.license == b.license && a.labels == b.labels
             && a.properties.map(\.key) == b.properties.map(\.key) && a.properties.map(\.value) == b.properties.map(\.value)
+            && a.imageInputs == b.imageInputs && a.updatableNodes == b.updatableNodes
+            && a.formatData.map(\.key) == b.formatData.map(\.key) && a.formatData.map(\.value) == b.formatData.map(\.value)
     }
+
+    /// The opaque data stored under `key`, if any.
+    public func formatData(_ key: String) -> [UInt8]? { formatData.first { $0.key == key }?.value }
 }
 
 /// The intermediate representation every format imports into.

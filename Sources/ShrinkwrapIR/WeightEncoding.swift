@@ -397,3 +397,50 @@ extension WeightEncoding {
         }
     }
 }
+
+extension WeightEncoding {
+    /// The same weight with another shape of the same element count, elements
+    /// in the same (row-major) order. Encodings stay as they are; scales or
+    /// tables that vary along an axis need that axis to survive as one axis
+    /// of the new shape with the same elements on either side (e.g. [1, C, 1, 1]
+    /// ↔ [C] ↔ [C, 1, 1]); otherwise the reshape is refused.
+    public func reshaped(_ newShape: [Int]) throws(WeightLayoutError) -> WeightEncoding {
+        let shape = self.shape
+        guard let n = checkedElementCount(newShape), n == count else {
+            throw WeightLayoutError("cannot reshape \(shape) to \(newShape)")
+        }
+        /// The axis of `newShape` that plays the role of `axis` in `shape`.
+        func mapAxis(_ axis: Int) -> Int? {
+            let outer = shape[..<axis].reduce(1, *), inner = shape[(axis + 1)...].reduce(1, *)
+            for b in newShape.indices where newShape[b] == shape[axis]
+                && newShape[..<b].reduce(1, *) == outer && newShape[(b + 1)...].reduce(1, *) == inner { return b }
+            return nil
+        }
+        switch self {
+        case .dense(let t):
+            return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: t.storage))
+        case .float16(let h):
+            return .float16(try Float16Weights(shape: newShape, bits: h.bits))
+        case .affine(let a):
+            let varying = shape.indices.filter { a.blockShape[$0] < shape[$0] }
+            var blockShape = newShape.map { max($0, 1) }
+            if varying.count == 1, let b = mapAxis(varying[0]) {
+                blockShape[b] = a.blockShape[varying[0]]
+            } else if !varying.isEmpty {
+                throw WeightLayoutError("scales vary along axes \(varying) of \(shape); cannot reshape to \(newShape)")
+            }
+            return .affine(try AffineWeights(shape: newShape, bits: a.bits, signed: a.signed, q: a.q, blockShape: blockShape,
+                                             scale: a.scale, bias: a.bias))
+        case .palette(let p):
+            if p.lut.count == 1 {
+                return .palette(try PaletteWeights(shape: newShape, bits: p.bits, indices: p.indices, lut: p.lut, axis: 0,
+                                                   groupSize: max(newShape.first ?? 1, 1)))
+            }
+            guard let b = mapAxis(p.axis) else {
+                throw WeightLayoutError("lookup tables vary along axis \(p.axis) of \(shape); cannot reshape to \(newShape)")
+            }
+            return .palette(try PaletteWeights(shape: newShape, bits: p.bits, indices: p.indices, lut: p.lut, axis: b,
+                                               groupSize: p.groupSize))
+        }
+    }
+}

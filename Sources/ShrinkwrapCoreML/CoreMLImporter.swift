@@ -1,0 +1,204 @@
+import CoreMLSchema
+import Foundation
+import ShrinkwrapIR
+import SwiftProtobuf
+
+/// Reads a Core ML NeuralNetwork `.mlmodel` (plain network, classifier or
+/// regressor, or a pipeline of those) into the IR.
+///
+/// Values keep their Core ML blob names. With exact array mapping the IR
+/// shapes are the declared ones; with the rank-5 mapping of specification
+/// 1–3 every blob (Seq = 1, Batch = 1, C, H, W) becomes an IR value
+/// [1, C, H, W], and inputs and outputs are declared [1] + their Core ML
+/// shape ([1, C] for a vector, [1, C, H, W] for an image-like array). Image
+/// inputs become [1, C, H, W] float inputs of raw pixel values followed by
+/// the preprocessing as ordinary nodes. Weights keep their encoding.
+public enum CoreMLImporter {
+    public static let format = "Core ML NeuralNetwork"
+
+    /// Layer kinds the importer reads.
+    public static var supportedLayers: [String] { CoreMLLayerReaders.table.keys.sorted() }
+
+    public static func importModel(at url: URL) throws -> Graph {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url, options: .mappedIfSafe)
+        } catch {
+            throw ImportError.unreadable(file: url.path, reason: (error as NSError).localizedDescription)
+        }
+        return try importModel(data: data, file: url.path)
+    }
+
+    public static func importModel(data: Data, file: String) throws -> Graph {
+        if data.isEmpty { throw ImportError.malformed(SourceLocation(file: file), reason: "file is empty") }
+        let model: CoreML_Specification_Model
+        do {
+            var options = BinaryDecodingOptions()
+            options.messageDepthLimit = 64
+            model = try CoreML_Specification_Model(serializedBytes: data, options: options)
+        } catch {
+            throw ImportError.malformed(SourceLocation(file: file), reason: "not a Core ML protobuf (\(error))")
+        }
+        guard model.hasDescription_p else {
+            throw ImportError.malformed(SourceLocation(file: file), reason: "no model description (is this an .mlmodel?)")
+        }
+        var reader = ModelReader(file: file)
+        var graph = try reader.read(model)
+        graph.sourceFormat = "coreml"
+        graph.sourceVersion = "specification \(model.specificationVersion)"
+        do {
+            return try graph.validatedAndSorted()
+        } catch let e as GraphError {
+            throw ImportError.malformed(SourceLocation(file: file, place: "neural network"), reason: e.description)
+        }
+    }
+}
+
+/// Model-level reading: description, model kind, pipelines, metadata.
+struct ModelReader {
+    let file: String
+    var builder: GraphBuilderState
+
+    init(file: String) {
+        self.file = file
+        builder = GraphBuilderState(file: file)
+    }
+
+    func loc(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }
+
+    mutating func read(_ model: CoreML_Specification_Model) throws -> Graph {
+        let d = model.description_p
+        var meta = Metadata()
+        meta.docString = d.metadata.shortDescription
+        meta.author = d.metadata.author
+        meta.license = d.metadata.license
+        if let v = Int(d.metadata.versionString) { meta.modelVersion = v } else if !d.metadata.versionString.isEmpty {
+            meta.properties.append(("version", d.metadata.versionString))
+        }
+        for k in d.metadata.userDefined.keys.sorted() {
+            let v = d.metadata.userDefined[k] ?? ""
+            if k == "producer" { meta.producerName = v; continue }
+            meta.properties.append((k, v))
+        }
+        var graph = Graph(name: "", metadata: meta)
+        // Inputs.
+        for (k, f) in d.input.enumerated() {
+            let place = "description.input[\(k)] '\(f.name)'"
+            switch f.type.type {
+            case .multiArrayType(let a)?:
+                let dims = a.shape.map { Int($0) }
+                guard dims.allSatisfy({ $0 > 0 }), checkedElementCount(dims, limit: 1 << 31) != nil else {
+                    throw ImportError.malformed(loc(place), reason: "shape \(a.shape) has a non-positive or too large dimension")
+                }
+                let dtype: DType = a.dataType == .int32 ? .int32 : .float32
+                graph.inputs.append(ValueInfo(name: f.name, dtype: dtype, shape: dims.map { .fixed($0) }, docString: f.shortDescription))
+            case .imageType(let i)?:
+                let color: ColorLayout
+                switch i.colorSpace {
+                case .grayscale: color = .gray
+                case .rgb: color = .rgb
+                case .bgr: color = .bgr
+                default: throw ImportError.unsupported(loc(place), what: "image color space \(i.colorSpace)")
+                }
+                guard i.width > 0, i.height > 0, i.width <= 1 << 15, i.height <= 1 << 15 else {
+                    throw ImportError.malformed(loc(place), reason: "image size \(i.width)×\(i.height)")
+                }
+                graph.inputs.append(ValueInfo(name: f.name, dtype: .float32,
+                                              shape: [.fixed(1), .fixed(color.channels), .fixed(Int(i.height)), .fixed(Int(i.width))],
+                                              docString: f.shortDescription))
+                graph.metadata.imageInputs.append(ImageInput(name: f.name, color: color))
+            default:
+                throw ImportError.unsupported(loc(place), what: "input type (only multi-arrays and images feed a neural network)")
+            }
+        }
+        if !d.trainingInput.isEmpty {
+            var t = CoreML_Specification_ModelDescription()
+            t.trainingInput = d.trainingInput
+            if let bytes = try? t.serializedBytes() as [UInt8] { graph.metadata.formatData.append(("coreml.trainingInputs", bytes)) }
+        }
+        builder.begin(graph: graph)
+        try readNetwork(model, place: "model")
+        graph = builder.graph
+        graph.metadata = builder.graph.metadata
+
+        // Outputs.
+        var labels: [String] = []
+        var probabilityBlob = ""
+        switch model.type {
+        case .neuralNetworkClassifier(let c)?:
+            switch c.classLabels {
+            case .stringClassLabels(let s)?: labels = s.vector
+            case .int64ClassLabels(let s)?: labels = s.vector.map { String($0) }
+            case nil: break
+            }
+            probabilityBlob = c.labelProbabilityLayerName
+        case .pipelineClassifier?:
+            break
+        default: break
+        }
+        graph.metadata.labels = labels
+        for (k, f) in d.output.enumerated() {
+            let place = "description.output[\(k)] '\(f.name)'"
+            switch f.type.type {
+            case .multiArrayType(let a)?:
+                let value = try builder.output(f.name, declared: a.shape.map { Int($0) }, place: place)
+                graph = builder.graph
+                graph.outputs.append(ValueInfo(name: value, dtype: .float32, shape: nil, docString: f.shortDescription))
+            case .dictionaryType?:
+                // A classifier's probabilities: the tensor the probability blob holds, named as the output.
+                let blob = probabilityBlob.isEmpty ? builder.lastBlob : probabilityBlob
+                guard !blob.isEmpty else { throw ImportError.malformed(loc(place), reason: "no probability blob") }
+                let value = try builder.probabilities(f.name, blob: blob, classes: labels.count, place: place)
+                graph = builder.graph
+                graph.outputs.append(ValueInfo(name: value, dtype: .float32, shape: nil, docString: f.shortDescription))
+            case .stringType?, .int64Type?:
+                if f.name == d.predictedFeatureName { continue }  // the class label: derived from the probabilities
+                throw ImportError.unsupported(loc(place), what: "a string or integer output that is not the predicted class label")
+            default:
+                throw ImportError.unsupported(loc(place), what: "output type")
+            }
+        }
+        if graph.outputs.isEmpty { throw ImportError.malformed(loc("description.output"), reason: "the model has no tensor output") }
+        return graph
+    }
+
+    /// The network (or the networks of a pipeline, in order).
+    mutating func readNetwork(_ model: CoreML_Specification_Model, place: String) throws {
+        switch model.type {
+        case .neuralNetwork(let nn)?:
+            try builder.network(layers: nn.layers, preprocessing: nn.preprocessing, exact: nn.arrayInputShapeMapping == .exactArrayMapping,
+                                rank4Images: nn.imageInputShapeMapping == .rank4ImageMapping, place: place)
+            if nn.hasUpdateParams { try keepUpdateParams(nn.updateParams) }
+        case .neuralNetworkClassifier(let nn)?:
+            try builder.network(layers: nn.layers, preprocessing: nn.preprocessing, exact: nn.arrayInputShapeMapping == .exactArrayMapping,
+                                rank4Images: nn.imageInputShapeMapping == .rank4ImageMapping, place: place)
+            if nn.hasUpdateParams { try keepUpdateParams(nn.updateParams) }
+        case .neuralNetworkRegressor(let nn)?:
+            try builder.network(layers: nn.layers, preprocessing: nn.preprocessing, exact: nn.arrayInputShapeMapping == .exactArrayMapping,
+                                rank4Images: nn.imageInputShapeMapping == .rank4ImageMapping, place: place)
+            if nn.hasUpdateParams { try keepUpdateParams(nn.updateParams) }
+        case .pipeline(let p)?:
+            try readPipeline(p, place: place)
+        case .pipelineClassifier(let p)?:
+            try readPipeline(p.pipeline, place: place)
+        case .pipelineRegressor(let p)?:
+            try readPipeline(p.pipeline, place: place)
+        case nil:
+            throw ImportError.unsupported(loc(place), what: "model type (Shrinkwrap reads neural networks and pipelines of them)")
+        }
+    }
+
+    mutating func readPipeline(_ p: CoreML_Specification_Pipeline, place: String) throws {
+        guard !p.models.isEmpty else { throw ImportError.malformed(loc(place), reason: "empty pipeline") }
+        for (k, m) in p.models.enumerated() {
+            let name = k < p.names.count ? " '\(p.names[k])'" : ""
+            try readNetwork(m, place: "\(place).pipeline.models[\(k)]\(name)")
+        }
+    }
+
+    mutating func keepUpdateParams(_ u: CoreML_Specification_NetworkUpdateParameters) throws {
+        if let bytes = try? u.serializedBytes() as [UInt8] {
+            builder.graph.metadata.formatData.append(("coreml.updateParams", bytes))
+        }
+    }
+}

@@ -1,0 +1,775 @@
+import CoreMLSchema
+import ShrinkwrapIR
+
+/// IR op → NeuralNetwork layer(s): one writer per op, one table.
+///
+/// A writer throws `LayerWriterError` when the node's attributes or shapes
+/// have no layer (the exporter collects these and reports them together),
+/// and calls `needND` before it uses an N-dimensional layer (which, in
+/// rank-5 mode, restarts the export with exact mapping).
+enum CoreMLLayerWriters {
+    typealias Writer = (inout NNWriter, Node) throws -> Void
+
+    static let table: [String: Writer] = [
+        "Conv": conv, "ConvTranspose": conv,
+        "MaxPool": pool, "AveragePool": pool, "GlobalAveragePool": globalPool, "GlobalMaxPool": globalPool,
+        "BatchNormalization": batchNorm,
+        "Relu": activation, "LeakyRelu": activation, "Sigmoid": activation, "Tanh": activation, "Elu": activation,
+        "Softplus": activation, "Softsign": activation, "HardSigmoid": activation, "ThresholdedRelu": activation,
+        "PRelu": activation,
+        "Clip": clip,
+        "Softmax": softmax,
+        "Flatten": flatten, "Reshape": reshape, "Squeeze": reshape, "Unsqueeze": reshape,
+        "Transpose": transpose,
+        "Concat": concat,
+        "Split": split,
+        "Slice": slice,
+        "Identity": identity, "Dropout": identity, "Cast": identity,
+        "Add": binary, "Sum": binary, "Mul": binary, "Sub": binary, "Div": binary, "Max": binary, "Min": binary, "Pow": binary,
+        "Exp": unary, "Log": unary, "Sqrt": unary, "Reciprocal": unary, "Abs": unary, "Neg": unary,
+        "Floor": unary, "Ceil": unary, "Sign": unary, "Round": unary, "Erf": unary, "Gelu": unary,
+        "Gemm": gemm, "MatMul": matmul,
+        "LRN": lrn,
+        "Pad": pad,
+        "Resize": resize,
+        "Gather": gather,
+        "ReduceSum": reduce, "ReduceMean": reduce, "ReduceMax": reduce, "ReduceMin": reduce, "ReduceProd": reduce,
+        "ReduceL1": reduce, "ReduceL2": reduce, "ReduceLogSum": reduce, "ReduceLogSumExp": reduce, "ReduceSumSquare": reduce,
+        "ArgMax": argMax,
+        "LayerNormalization": layerNorm,
+    ]
+
+    // MARK: attribute helpers
+
+    static func int(_ n: Node, _ k: String, _ d: Int) -> Int { if case .int(let v)? = n.attributes[k] { return v }; return d }
+    static func float(_ n: Node, _ k: String, _ d: Float) -> Float { if case .float(let v)? = n.attributes[k] { return v }; return d }
+    static func ints(_ n: Node, _ k: String) -> [Int]? { if case .ints(let v)? = n.attributes[k] { return v }; return nil }
+    static func string(_ n: Node, _ k: String, _ d: String) -> String { if case .string(let v)? = n.attributes[k] { return v }; return d }
+
+    static func out(_ n: Node) -> [String] { [n.outputs.first ?? ""] }
+
+    static func normalize(_ axis: Int, rank: Int) throws -> Int {
+        let a = axis < 0 ? axis + rank : axis
+        guard a >= 0, a < max(rank, 1) else { throw LayerWriterError("axis \(axis) outside rank \(rank)") }
+        return a
+    }
+
+    // MARK: convolution and pooling
+
+    static func padding(_ n: Node, spatial: Int) throws -> (valid: [(Int, Int)]?, same: CoreML_Specification_SamePadding.SamePaddingMode?) {
+        switch string(n, "auto_pad", "NOTSET") {
+        case "SAME_UPPER": return (nil, .bottomRightHeavy)
+        case "SAME_LOWER": return (nil, .topLeftHeavy)
+        case "VALID": return (Array(repeating: (0, 0), count: spatial), nil)
+        default:
+            let p = ints(n, "pads") ?? Array(repeating: 0, count: 2 * spatial)
+            guard p.count == 2 * spatial, p.allSatisfy({ $0 >= 0 }) else { throw LayerWriterError("pads \(p)") }
+            return ((0..<spatial).map { (p[$0], p[$0 + spatial]) }, nil)
+        }
+    }
+
+    static func valid(_ amounts: [(Int, Int)]) -> CoreML_Specification_ValidPadding {
+        var v = CoreML_Specification_ValidPadding()
+        v.paddingAmounts.borderAmounts = amounts.map { a in
+            var e = CoreML_Specification_BorderAmounts.EdgeSizes()
+            e.startEdgeSize = UInt64(a.0); e.endEdgeSize = UInt64(a.1)
+            return e
+        }
+        return v
+    }
+
+    static let conv: Writer = { w, n in
+        let deconv = n.opType == "ConvTranspose"
+        guard let x = n.input(0), let wName = n.input(1), w.graph.isConstant(wName) else {
+            throw LayerWriterError("the weight must be a constant")
+        }
+        let ws = try w.shape(wName)
+        guard ws.count == 4 else { throw LayerWriterError("only 2-D convolutions have a layer (weight rank \(ws.count))") }
+        let groups = int(n, "group", 1)
+        var c = CoreML_Specification_ConvolutionLayerParams()
+        let outShape = try w.shape(n.outputs[0])
+        c.outputChannels = UInt64(deconv ? ws[1] * groups : ws[0])
+        c.kernelChannels = UInt64(deconv ? ws[0] / max(groups, 1) : ws[1])
+        c.nGroups = UInt64(groups)
+        c.kernelSize = [UInt64(ws[2]), UInt64(ws[3])]
+        c.stride = (ints(n, "strides") ?? [1, 1]).map { UInt64($0) }
+        c.dilationFactor = (ints(n, "dilations") ?? [1, 1]).map { UInt64($0) }
+        let pads = try padding(n, spatial: 2)
+        if let v = pads.valid { c.valid = valid(v) } else if let s = pads.same { c.same.asymmetryMode = s }
+        if deconv {
+            c.isDeconvolution = true
+            c.outputShape = [UInt64(outShape[2]), UInt64(outShape[3])]
+            if ints(n, "dilations").map({ $0 != [1, 1] }) == true { throw LayerWriterError("dilated deconvolution") }
+        }
+        c.weights = try w.weights(wName)
+        if let b = n.input(2) {
+            guard w.graph.isConstant(b) else { throw LayerWriterError("the bias must be a constant") }
+            c.hasBias_p = true
+            c.bias = try w.weights(b)
+        }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.convolution = c
+        w.markUpdatable(&l, n)
+        w.add(l)
+    }
+
+    static let pool: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        let xs = try w.shape(x), ys = try w.shape(n.outputs[0])
+        guard xs.count == 4, let k = ints(n, "kernel_shape"), k.count == 2 else { throw LayerWriterError("only 2-D pooling has a layer") }
+        if (ints(n, "dilations") ?? [1, 1]) != [1, 1] { throw LayerWriterError("dilated pooling") }
+        if n.outputs.count > 1, !n.outputs[1].isEmpty { throw LayerWriterError("max-pool indices output") }
+        var p = CoreML_Specification_PoolingLayerParams()
+        p.type = n.opType == "MaxPool" ? .max : .average
+        p.kernelSize = k.map { UInt64($0) }
+        let strides = ints(n, "strides") ?? [1, 1]
+        p.stride = strides.map { UInt64($0) }
+        p.avgPoolExcludePadding = int(n, "count_include_pad", 0) == 0
+        let pads = try padding(n, spatial: 2)
+        if let s = pads.same {
+            guard s == .bottomRightHeavy else { throw LayerWriterError("SAME_LOWER pooling") }
+            p.same = CoreML_Specification_SamePadding()
+        } else if var v = pads.valid {
+            // ceil_mode: grow the end padding so that valid padding yields the ceil-mode size.
+            for i in 0..<2 {
+                let floorSize = (xs[2 + i] + v[i].0 + v[i].1 - k[i]) / strides[i] + 1
+                if ys[2 + i] > floorSize {
+                    let extra = (ys[2 + i] - 1) * strides[i] + k[i] - (xs[2 + i] + v[i].0 + v[i].1)
+                    guard p.type == .max || !p.avgPoolExcludePadding else {
+                        throw LayerWriterError("ceil_mode average pooling that counts padding")
+                    }
+                    v[i].1 += extra
+                }
+            }
+            p.valid = valid(v)
+        }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.pooling = p
+        w.add(l)
+    }
+
+    static let globalPool: Writer = { w, n in
+        guard let x = n.input(0), try w.shape(x).count == 4 else { throw LayerWriterError("only 2-D global pooling has a layer") }
+        var p = CoreML_Specification_PoolingLayerParams()
+        p.type = n.opType == "GlobalMaxPool" ? .max : .average
+        p.globalPooling = true
+        p.kernelSize = [1, 1]; p.stride = [1, 1]
+        p.valid = valid([(0, 0), (0, 0)])
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.pooling = p
+        w.add(l)
+    }
+
+    static let batchNorm: Writer = { w, n in
+        guard let x = n.input(0), n.inputs.count >= 5, n.inputs[1...4].allSatisfy({ w.graph.isConstant($0) }) else {
+            throw LayerWriterError("scale, bias, mean and variance must be constants")
+        }
+        let xs = try w.shape(x)
+        guard xs.count >= 3 || w.rank5 else { throw LayerWriterError("batchnorm needs rank ≥ 3 (channel at axis -3)") }
+        if xs.count == 2, w.rank5 == false { throw LayerWriterError("batchnorm on rank 2") }
+        var b = CoreML_Specification_BatchnormLayerParams()
+        b.channels = UInt64(xs[1])
+        b.epsilon = float(n, "epsilon", 1e-5)
+        b.gamma = try w.weights(n.inputs[1])
+        b.beta = try w.weights(n.inputs[2])
+        b.mean = try w.weights(n.inputs[3])
+        b.variance = try w.weights(n.inputs[4])
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: [n.outputs[0]])
+        l.batchnorm = b
+        w.markUpdatable(&l, n)
+        w.add(l)
+    }
+
+    // MARK: activations
+
+    static let activation: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        var a = CoreML_Specification_ActivationParams()
+        switch n.opType {
+        case "Relu": a.reLu = .init()
+        case "LeakyRelu": a.leakyReLu.alpha = float(n, "alpha", 0.01)
+        case "Sigmoid": a.sigmoid = .init()
+        case "Tanh": a.tanh = .init()
+        case "Elu": a.elu.alpha = float(n, "alpha", 1)
+        case "Softplus": a.softplus = .init()
+        case "Softsign": a.softsign = .init()
+        case "HardSigmoid":
+            a.sigmoidHard.alpha = float(n, "alpha", 0.2)
+            a.sigmoidHard.beta = float(n, "beta", 0.5)
+        case "ThresholdedRelu": a.thresholdedReLu.alpha = float(n, "alpha", 1)
+        case "PRelu":
+            guard let slope = n.input(1), w.graph.isConstant(slope) else { throw LayerWriterError("the slope must be a constant") }
+            let xs = try w.shape(x), ss = try w.shape(slope)
+            let count = ss.reduce(1, *)
+            // Core ML: one alpha, or one per channel (axis -3).
+            let channels = xs.count >= 3 ? xs[xs.count - 3] : (xs.count == 2 ? xs[1] : 1)
+            let perChannel = count == channels && (ss.count < 3 || ss.count >= 3 && ss[ss.count - 3] == channels)
+                && (xs.count >= 3 || w.rank5)
+            guard count == 1 || perChannel else { throw LayerWriterError("slope shape \(ss) is neither a scalar nor per channel") }
+            a.preLu.alpha = try w.weights(slope, reshape: [count])
+        default: throw LayerWriterError("no activation")
+        }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.activation = a
+        w.add(l)
+    }
+
+    static let clip: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        var lo = -Float.greatestFiniteMagnitude, hi = Float.greatestFiniteMagnitude
+        if let m = n.input(1) { lo = try w.values(m).first ?? lo }
+        if let m = n.input(2) { hi = try w.values(m).first ?? hi }
+        if lo == 0, hi == .greatestFiniteMagnitude {
+            var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+            l.activation.reLu = .init()
+            w.add(l)
+            return
+        }
+        if w.rank5 {
+            // Classic layers only: max(x, lo) = threshold(lo); min(y, hi) = −threshold(−hi, −y).
+            var src = try w.inputBlob(x)
+            if lo > -Float.greatestFiniteMagnitude {
+                let o = hi < .greatestFiniteMagnitude ? w.freshBlob("\(n.outputs[0])_lo") : n.outputs[0]
+                var t = w.layer("\(n.name)_min", inputs: [src], outputs: [o])
+                t.unary.type = .threshold; t.unary.alpha = lo; t.unary.scale = 1
+                w.add(t)
+                src = o
+            }
+            if hi < .greatestFiniteMagnitude {
+                let neg = w.freshBlob("\(n.outputs[0])_neg")
+                var t = w.layer("\(n.name)_max", inputs: [src], outputs: [neg])
+                t.unary.type = .threshold; t.unary.alpha = -hi; t.unary.scale = -1
+                w.add(t)
+                var back = w.layer("\(n.name)_negate", inputs: [neg], outputs: out(n))
+                back.activation.linear.alpha = -1
+                w.add(back)
+            }
+            return
+        }
+        try w.needND("clip")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.clip.minVal = lo; l.clip.maxVal = hi
+        w.add(l)
+    }
+
+    static let softmax: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        let r = try w.shape(x).count
+        let axis = try normalize(int(n, "axis", -1), rank: r)
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        if w.rank5 ? axis == 1 : (r >= 3 && axis == r - 3) {
+            l.softmax = .init()
+        } else {
+            try w.needND("softmaxND")
+            l.softmaxNd.axis = Int64(axis)
+        }
+        w.add(l)
+    }
+
+    // MARK: shapes
+
+    /// Flatten, Reshape, Squeeze, Unsqueeze: in rank-5 mode a no-op when the
+    /// (C, H, W) blob is unchanged, else a classic flatten / reshape; with
+    /// exact mapping a static reshape.
+    static let reshape: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        let xs = try w.shape(x), ys = try w.shape(n.outputs[0])
+        if w.rank5 {
+            guard let bx = w.blobShape(xs), let by = w.blobShape(ys) else { throw CoreMLExporter.NeedsExactMapping.signal }
+            if bx == by, !w.isGraphOutput(n.outputs[0]) { w.setAlias(n.outputs[0], to: try w.inputBlob(x)); return }
+            var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+            if by == [bx.reduce(1, *), 1, 1] {
+                l.flatten.mode = .channelFirst
+            } else {
+                l.reshape.targetShape = by.map { Int64($0) }
+                l.reshape.mode = .channelFirst
+            }
+            w.add(l)
+            return
+        }
+        if xs == ys, !w.isGraphOutput(n.outputs[0]) { w.setAlias(n.outputs[0], to: try w.inputBlob(x)); return }
+        try w.needND("reshapeStatic")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.reshapeStatic.targetShape = (ys.isEmpty ? [1] : ys).map { Int64($0) }
+        w.add(l)
+    }
+
+    static let flatten = reshape
+
+    static let transpose: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        let r = try w.shape(x).count
+        let perm = ints(n, "perm") ?? Array((0..<r).reversed())
+        if perm == Array(0..<r), !w.isGraphOutput(n.outputs[0]) { w.setAlias(n.outputs[0], to: try w.inputBlob(x)); return }
+        try w.needND("transpose")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.transpose.axes = perm.map { UInt64($0) }
+        w.add(l)
+    }
+
+    static let concat: Writer = { w, n in
+        let ys = try w.shape(n.outputs[0])
+        let axis = try normalize(int(n, "axis", 0), rank: ys.count)
+        let ins = try n.inputs.filter { !$0.isEmpty }.map { try w.inputBlob($0) }
+        var l = w.layer(n.name, inputs: ins, outputs: out(n))
+        if w.rank5 ? axis == 1 : (ys.count >= 3 && axis == ys.count - 3) {
+            l.concat = .init()
+        } else {
+            try w.needND("concatND")
+            l.concatNd.axis = Int64(axis)
+        }
+        w.add(l)
+    }
+
+    static let split: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        let xs = try w.shape(x)
+        let axis = try normalize(int(n, "axis", 0), rank: xs.count)
+        let sizes = try n.outputs.map { try w.shape($0)[axis] }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: n.outputs)
+        if (w.rank5 ? axis == 1 : (xs.count >= 3 && axis == xs.count - 3)) && Set(sizes).count == 1 {
+            l.split.nOutputs = UInt64(n.outputs.count)
+        } else {
+            try w.needND("splitND")
+            l.splitNd.axis = Int64(axis)
+            l.splitNd.numSplits = UInt64(n.outputs.count)
+            l.splitNd.splitSizes = sizes.map { UInt64($0) }
+        }
+        w.add(l)
+    }
+
+    static let slice: Writer = { w, n in
+        guard let x = n.input(0), let s = n.input(1), let e = n.input(2) else { throw LayerWriterError("no input") }
+        let xs = try w.shape(x)
+        let starts = try w.values(s).map { Int($0) }, ends = try w.values(e).map { Int($0) }
+        let axes = try n.input(3).map { try w.values($0).map { Int($0) } } ?? Array(0..<starts.count)
+        let steps = try n.input(4).map { try w.values($0).map { Int($0) } } ?? Array(repeating: 1, count: starts.count)
+        guard starts.count == ends.count, axes.count == starts.count, steps.count == starts.count else {
+            throw LayerWriterError("starts, ends, axes and steps differ in length")
+        }
+        try w.needND("sliceStatic")
+        let r = xs.count
+        var begin = Array(repeating: Int64(0), count: r), end = xs.map { Int64($0) }
+        var stride = Array(repeating: Int64(1), count: r)
+        var beginMask = Array(repeating: true, count: r), endMask = Array(repeating: true, count: r)
+        for i in 0..<starts.count {
+            let a = try normalize(axes[i], rank: r)
+            guard steps[i] > 0 else { throw LayerWriterError("negative slice steps") }
+            let d = xs[a]
+            func clampIndex(_ v: Int) -> Int { let v2 = v < 0 ? v + d : v; return min(max(v2, 0), d) }
+            begin[a] = Int64(clampIndex(starts[i])); end[a] = Int64(clampIndex(ends[i])); stride[a] = Int64(steps[i])
+            beginMask[a] = false; endMask[a] = false
+        }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.sliceStatic.beginIds = begin; l.sliceStatic.endIds = end; l.sliceStatic.strides = stride
+        l.sliceStatic.beginMasks = beginMask; l.sliceStatic.endMasks = endMask
+        w.add(l)
+    }
+
+    static let identity: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        if n.opType == "Cast" {
+            let to = DType(onnxDataType: int(n, "to", 1))
+            guard to?.isFloatingPoint == true || to == .int32 || to == .int64 else { throw LayerWriterError("cast to \(to.map { $0.rawValue } ?? "?")") }
+        }
+        if !w.isGraphOutput(n.outputs[0]) {
+            w.setAlias(n.outputs[0], to: try w.inputBlob(x))
+            return
+        }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.activation.linear.alpha = 1
+        w.add(l)
+    }
+
+    // MARK: elementwise
+
+    static let binary: Writer = { w, n in
+        let ins = n.inputs.filter { !$0.isEmpty }
+        guard !ins.isEmpty else { throw LayerWriterError("no input") }
+        let ys = try w.shape(n.outputs[0])
+        let consts = ins.filter { w.graph.isConstant($0) }
+        let runtime = ins.filter { !w.graph.isConstant($0) }
+        // One runtime operand and one constant: a scalar is an alpha; a per-channel or
+        // full-size constant a scale / bias layer with its weights.
+        if runtime.count == 1, consts.count == 1, ins.count == 2, ["Add", "Sum", "Mul", "Sub", "Div", "Pow"].contains(n.opType) {
+            let x = runtime[0], c = consts[0]
+            let xs = try w.shape(x), cs = try w.shape(c)
+            let constFirst = ins[0] == c
+            let count = cs.reduce(1, *)
+            if xs == ys, count == 1, !(constFirst && (n.opType == "Sub" || n.opType == "Div" || n.opType == "Pow")) {
+                let v = try w.values(c)[0]
+                var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+                switch n.opType {
+                case "Add", "Sum": l.add.alpha = v
+                case "Sub": l.add.alpha = -v
+                case "Mul": l.multiply.alpha = v
+                case "Div": l.multiply.alpha = 1 / v
+                default:
+                    l.unary.type = .power; l.unary.alpha = v; l.unary.scale = 1
+                }
+                w.add(l)
+                return
+            }
+            // Scale / bias layers: constant shape [C, 1, 1] / [C, H, W] / [1] against a (C, H, W) value.
+            if xs == ys, ["Add", "Sum", "Mul"].contains(n.opType), let chw = biasShape(w, xs, cs) {
+                var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+                if n.opType == "Mul" {
+                    l.scale.shapeScale = chw.map { UInt64($0) }
+                    l.scale.scale = try w.weights(c, reshape: chw)
+                } else {
+                    l.bias.shape = chw.map { UInt64($0) }
+                    l.bias.bias = try w.weights(c, reshape: chw)
+                }
+                w.add(l)
+                return
+            }
+        }
+        let allSame = try ins.allSatisfy { try w.shape($0) == ys }
+        let blobs = try ins.map { try w.inputBlob($0) }
+        var l = w.layer(n.name, inputs: blobs, outputs: out(n))
+        if allSame || w.rank5 {
+            switch n.opType {
+            case "Add", "Sum": l.add = .init(); w.add(l); return
+            case "Mul": l.multiply = .init(); w.add(l); return
+            case "Max": l.max = .init(); w.add(l); return
+            case "Min": l.min = .init(); w.add(l); return
+            default: break
+            }
+            if w.rank5, !allSame { throw CoreMLExporter.NeedsExactMapping.signal }
+        }
+        try w.needND("broadcastable \(n.opType)")
+        guard blobs.count == 2 || ["Add", "Sum", "Mul", "Max", "Min"].contains(n.opType) else {
+            throw LayerWriterError("\(blobs.count) inputs")
+        }
+        if blobs.count > 2 {
+            // Variadic Sum / Max / Min with broadcasting: chain pairwise.
+            var acc = blobs[0]
+            for (i, b) in blobs.dropFirst().enumerated() {
+                let last = i == blobs.count - 2
+                let o = last ? n.outputs[0] : w.freshBlob("\(n.outputs[0])_part\(i)")
+                var step = w.layer("\(n.name)_\(i)", inputs: [acc, b], outputs: [o])
+                setBroadcastable(&step, n.opType)
+                w.add(step)
+                acc = o
+            }
+            return
+        }
+        setBroadcastable(&l, n.opType)
+        w.add(l)
+    }
+
+    static func setBroadcastable(_ l: inout CoreML_Specification_NeuralNetworkLayer, _ op: String) {
+        switch op {
+        case "Add", "Sum": l.addBroadcastable = .init()
+        case "Sub": l.subtractBroadcastable = .init()
+        case "Mul": l.multiplyBroadcastable = .init()
+        case "Div": l.divideBroadcastable = .init()
+        case "Max": l.maxBroadcastable = .init()
+        case "Min": l.minBroadcastable = .init()
+        default: l.powBroadcastable = .init()
+        }
+    }
+
+    /// The (C, H, W)-style shape a scale / bias layer needs for constant shape `cs`
+    /// against value shape `xs`: [1], [C, 1, 1] or [C, H, W]; nil otherwise.
+    static func biasShape(_ w: NNWriter, _ xs: [Int], _ cs: [Int]) -> [Int]? {
+        guard cs.count <= xs.count else { return nil }
+        let chw: [Int]
+        if w.rank5 { guard let b = w.blobShape(xs) else { return nil }; chw = b } else {
+            guard xs.count >= 3 else { return nil }
+            chw = Array(xs.suffix(3))
+        }
+        let padded = Array(repeating: 1, count: xs.count - cs.count) + cs
+        let count = cs.reduce(1, *)
+        if count == 1 { return [1] }
+        // Leading (batch) axes of the constant must be 1.
+        let lead = w.rank5 ? padded.dropLast(xs.count == 2 ? 1 : 3) : padded.dropLast(3)
+        guard lead.allSatisfy({ $0 == 1 }) else { return nil }
+        let tail: [Int] = w.rank5 && xs.count == 2 ? [padded[1], 1, 1] : Array(padded.suffix(3))
+        if tail == [chw[0], 1, 1] { return [chw[0], 1, 1] }
+        if tail == chw { return chw }
+        return nil
+    }
+
+    static let unary: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        switch n.opType {
+        case "Exp": l.unary.type = .exp
+        case "Log": l.unary.type = .log
+        case "Sqrt": l.unary.type = .sqrt
+        case "Reciprocal": l.unary.type = .inverse
+        case "Abs": l.unary.type = .abs
+        case "Neg": l.multiply.alpha = -1
+        case "Floor": try w.needND("floor"); l.floor = .init()
+        case "Ceil": try w.needND("ceil"); l.ceil = .init()
+        case "Sign": try w.needND("sign"); l.sign = .init()
+        case "Round": try w.needND("round"); l.round = .init()
+        case "Erf": try w.needND("erf"); l.erf = .init()
+        case "Gelu":
+            try w.needND("gelu")
+            l.gelu.mode = string(n, "approximate", "none") == "tanh" ? .tanhApproximation : .exact
+        default: throw LayerWriterError("no unary layer")
+        }
+        // epsilon 0 reads as 1e-6: the smallest normal float keeps 1 / (x + ε) = 1 / x.
+        if case .unary? = l.layer { l.unary.scale = 1; l.unary.epsilon = .leastNormalMagnitude }
+        w.add(l)
+    }
+
+    // MARK: linear algebra
+
+    static let gemm: Writer = { w, n in
+        guard let a = n.input(0), let b = n.input(1), w.graph.isConstant(b) else {
+            throw LayerWriterError("B must be a constant weight")
+        }
+        if int(n, "transA", 0) != 0 { throw LayerWriterError("transA") }
+        if float(n, "alpha", 1) != 1 || (n.input(2) != nil && float(n, "beta", 1) != 1) {
+            throw LayerWriterError("alpha or beta ≠ 1")
+        }
+        let bs = try w.shape(b)
+        guard bs.count == 2 else { throw LayerWriterError("B of rank \(bs.count)") }
+        let transB = int(n, "transB", 0) != 0
+        let (cout, cin) = transB ? (bs[0], bs[1]) : (bs[1], bs[0])
+        var p = CoreML_Specification_InnerProductLayerParams()
+        p.inputChannels = UInt64(cin); p.outputChannels = UInt64(cout)
+        p.weights = try w.weights(b, transpose: transB ? nil : [1, 0])
+        if let c = n.input(2) {
+            guard w.graph.isConstant(c), try w.shape(c).reduce(1, *) == cout || w.shape(c).reduce(1, *) == 1 else {
+                throw LayerWriterError("C must be a constant vector of \(cout)")
+            }
+            p.hasBias_p = true
+            let cc = try w.shape(c).reduce(1, *)
+            if cc == cout {
+                p.bias = try w.weights(c, reshape: [cout])
+            } else {
+                p.bias.floatValue = Array(repeating: try w.values(c)[0], count: cout)
+            }
+        }
+        try writeInnerProduct(&w, n, input: a, p)
+    }
+
+    /// innerProduct contracts the channel axis of a (C, 1, 1) blob in rank-5
+    /// mode and the last axis of a rank 1–3 value with exact mapping.
+    static func writeInnerProduct(_ w: inout NNWriter, _ n: Node, input a: String, _ p: CoreML_Specification_InnerProductLayerParams) throws {
+        let xs = try w.shape(a)
+        if w.rank5 {
+            guard xs.count == 2 else { throw CoreMLExporter.NeedsExactMapping.signal }
+        } else {
+            guard (1...3).contains(xs.count) else { throw LayerWriterError("input of rank \(xs.count)") }
+        }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(a)], outputs: out(n))
+        l.innerProduct = p
+        w.markUpdatable(&l, n)
+        w.add(l)
+    }
+
+    static let matmul: Writer = { w, n in
+        guard let a = n.input(0), let b = n.input(1) else { throw LayerWriterError("no input") }
+        if w.graph.isConstant(b), try w.shape(b).count == 2, try (w.rank5 ? 2...2 : 1...3).contains(w.shape(a).count) {
+            let bs = try w.shape(b)
+            var p = CoreML_Specification_InnerProductLayerParams()
+            p.inputChannels = UInt64(bs[0]); p.outputChannels = UInt64(bs[1])
+            p.weights = try w.weights(b, transpose: [1, 0])
+            try writeInnerProduct(&w, n, input: a, p)
+            return
+        }
+        try w.needND("batchedMatmul")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(a), try w.inputBlob(b)], outputs: out(n))
+        l.batchedMatmul = .init()
+        w.add(l)
+    }
+
+    static let lrn: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.lrn.alpha = float(n, "alpha", 1e-4)
+        l.lrn.beta = float(n, "beta", 0.75)
+        l.lrn.k = float(n, "bias", 1)
+        l.lrn.localSize = UInt64(int(n, "size", 1))
+        w.add(l)
+    }
+
+    static let pad: Writer = { w, n in
+        guard let x = n.input(0), let pi = n.input(1) else { throw LayerWriterError("no input") }
+        let xs = try w.shape(x)
+        let r = xs.count
+        let pads = try w.values(pi).map { Int($0) }
+        guard pads.allSatisfy({ $0 >= 0 }) else { throw LayerWriterError("negative pads (cropping)") }
+        var axes = Array(0..<r)
+        if let ai = n.input(3) { axes = try w.values(ai).map { try normalize(Int($0), rank: r) } }
+        guard pads.count == 2 * axes.count else { throw LayerWriterError("pads \(pads) for \(axes.count) axes") }
+        var begin = Array(repeating: 0, count: r), end = Array(repeating: 0, count: r)
+        for (i, a) in axes.enumerated() { begin[a] = pads[i]; end[a] = pads[i + axes.count] }
+        let value = try n.input(2).map { try w.values($0).first ?? 0 } ?? 0
+        let mode = string(n, "mode", "constant")
+        let spatialOnly = r == 4 && begin[0] == 0 && begin[1] == 0 && end[0] == 0 && end[1] == 0
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        if spatialOnly {
+            l.padding.paddingAmounts.borderAmounts = (2..<4).map { a in
+                var e = CoreML_Specification_BorderAmounts.EdgeSizes()
+                e.startEdgeSize = UInt64(begin[a]); e.endEdgeSize = UInt64(end[a])
+                return e
+            }
+            switch mode {
+            case "constant": l.padding.constant.value = value
+            case "reflect": l.padding.reflection = .init()
+            case "edge": l.padding.replication = .init()
+            default: throw LayerWriterError("pad mode \(mode)")
+            }
+        } else {
+            guard mode == "constant" else { throw LayerWriterError("\(mode) padding outside the last two axes of a rank-4 value") }
+            try w.needND("constantPad")
+            l.constantPad.value = value
+            l.constantPad.padAmounts = (0..<r).flatMap { [UInt64(begin[$0]), UInt64(end[$0])] }
+        }
+        w.add(l)
+    }
+
+    static let resize: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        let xs = try w.shape(x), ys = try w.shape(n.outputs[0])
+        guard xs.count == 4, ys[0] == xs[0], ys[1] == xs[1] else { throw LayerWriterError("only spatial resizing of rank-4 values") }
+        let mode = string(n, "mode", "nearest")
+        let ct = string(n, "coordinate_transformation_mode", "half_pixel")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        let integer = ys[2] % xs[2] == 0 && ys[3] % xs[3] == 0
+        switch mode {
+        case "nearest":
+            // Core ML's nearest upsampling reads input ⌊i / s⌋: ONNX's asymmetric + floor, or
+            // half-pixel + round (ties cannot occur for integer factors).
+            guard integer else { throw LayerWriterError("nearest resizing by a non-integer factor") }
+            let nm = string(n, "nearest_mode", "round_prefer_floor")
+            let halfPixel = ["half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn"].contains(ct)
+            guard (ct == "asymmetric" && nm == "floor") || (halfPixel && nm.hasPrefix("round")) else {
+                throw LayerWriterError("nearest resizing with \(ct) coordinates and \(nm) rounding")
+            }
+            l.upsample.scalingFactor = [UInt64(ys[2] / xs[2]), UInt64(ys[3] / xs[3])]
+            l.upsample.mode = .nn
+        case "linear":
+            switch ct {
+            case "align_corners":
+                l.resizeBilinear.targetSize = [UInt64(ys[2]), UInt64(ys[3])]
+                l.resizeBilinear.mode.samplingMethod = .strictAlignEndpointsMode
+                w.require(3, "resizeBilinear")
+            case "asymmetric":
+                guard integer else { throw LayerWriterError("bilinear resizing by a non-integer factor") }
+                l.upsample.scalingFactor = [UInt64(ys[2] / xs[2]), UInt64(ys[3] / xs[3])]
+                l.upsample.mode = .bilinear
+            case "half_pixel", "pytorch_half_pixel":
+                guard integer else { throw LayerWriterError("bilinear resizing by a non-integer factor") }
+                try w.needND("upsample with half-pixel coordinates")
+                l.upsample.scalingFactor = [UInt64(ys[2] / xs[2]), UInt64(ys[3] / xs[3])]
+                l.upsample.mode = .bilinear
+                l.upsample.linearUpsampleMode = .alignCornersFalse
+                w.require(5, "upsample with half-pixel coordinates")
+            default: throw LayerWriterError("bilinear resizing with \(ct) coordinates")
+            }
+        default: throw LayerWriterError("\(mode) resizing")
+        }
+        w.add(l)
+    }
+
+    static let gather: Writer = { w, n in
+        guard let data = n.input(0), let idx = n.input(1) else { throw LayerWriterError("no input") }
+        let ds = try w.shape(data)
+        let axis = try normalize(int(n, "axis", 0), rank: ds.count)
+        try w.needND("gather")
+        if w.graph.isConstant(data), ds.count == 2, axis == 0, !w.graph.isConstant(idx) {
+            // A table lookup: embeddingND reads [vocab, dim] as weights [dim, vocab] and needs a trailing index axis of 1.
+            let ins = try w.shape(idx)
+            let x1 = w.freshBlob("\(n.outputs[0])_ids")
+            var e = w.layer("\(n.name)_expand", inputs: [try w.inputBlob(idx)], outputs: [x1])
+            e.expandDims.axes = [Int64(ins.count)]
+            w.add(e)
+            var l = w.layer(n.name, inputs: [x1], outputs: out(n))
+            l.embeddingNd.vocabSize = UInt64(ds[0])
+            l.embeddingNd.embeddingSize = UInt64(ds[1])
+            l.embeddingNd.weights = try w.weights(data, transpose: [1, 0])
+            w.markUpdatable(&l, n)
+            w.add(l)
+            return
+        }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(data), try w.inputBlob(idx)], outputs: out(n))
+        l.gather.axis = Int64(axis)
+        w.add(l)
+    }
+
+    static let reduce: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        let r = try w.shape(x).count
+        var axes: [Int]? = ints(n, "axes")
+        if let ai = n.input(1) { axes = try w.values(ai).map { Int($0) } }
+        let keep = int(n, "keepdims", 1) != 0
+        if axes?.isEmpty ?? true, int(n, "noop_with_empty_axes", 0) != 0 {
+            if !w.isGraphOutput(n.outputs[0]) { w.setAlias(n.outputs[0], to: try w.inputBlob(x)); return }
+        }
+        let all = axes?.isEmpty ?? true
+        let norm = try (axes ?? []).map { Int64(try normalize($0, rank: r)) }
+        try w.needND("reduce")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        func set<T: ReduceND>(_ p: inout T) { p.axes = norm; p.keepDims = keep; p.reduceAll = all }
+        switch n.opType {
+        case "ReduceSum": var p = CoreML_Specification_ReduceSumLayerParams(); set(&p); l.reduceSum = p
+        case "ReduceMean": var p = CoreML_Specification_ReduceMeanLayerParams(); set(&p); l.reduceMean = p
+        case "ReduceMax": var p = CoreML_Specification_ReduceMaxLayerParams(); set(&p); l.reduceMax = p
+        case "ReduceMin": var p = CoreML_Specification_ReduceMinLayerParams(); set(&p); l.reduceMin = p
+        case "ReduceProd": var p = CoreML_Specification_ReduceProdLayerParams(); set(&p); l.reduceProd = p
+        case "ReduceL1": var p = CoreML_Specification_ReduceL1LayerParams(); set(&p); l.reduceL1 = p
+        case "ReduceL2": var p = CoreML_Specification_ReduceL2LayerParams(); set(&p); l.reduceL2 = p
+        case "ReduceLogSum": var p = CoreML_Specification_ReduceLogSumLayerParams(); set(&p); l.reduceLogSum = p
+        case "ReduceLogSumExp": var p = CoreML_Specification_ReduceLogSumExpLayerParams(); set(&p); l.reduceLogSumExp = p
+        default: var p = CoreML_Specification_ReduceSumSquareLayerParams(); set(&p); l.reduceSumSquare = p
+        }
+        w.add(l)
+    }
+
+    static let argMax: Writer = { w, n in
+        guard let x = n.input(0) else { throw LayerWriterError("no input") }
+        if int(n, "select_last_index", 0) != 0 { throw LayerWriterError("select_last_index") }
+        let r = try w.shape(x).count
+        try w.needND("argMax")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.argMax.axis = Int64(try normalize(int(n, "axis", 0), rank: r))
+        l.argMax.removeDim = int(n, "keepdims", 1) == 0
+        w.add(l)
+    }
+
+    static let layerNorm: Writer = { w, n in
+        guard let x = n.input(0), let g = n.input(1), w.graph.isConstant(g) else { throw LayerWriterError("scale must be a constant") }
+        let xs = try w.shape(x)
+        let axis = try normalize(int(n, "axis", -1), rank: xs.count)
+        let normalized = Array(xs[axis...])
+        let count = normalized.reduce(1, *)
+        if n.outputs.count > 1, n.outputs[1...].contains(where: { !$0.isEmpty }) { throw LayerWriterError("mean / inv-std outputs") }
+        try w.needND("layerNormalization")
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.layerNormalization.normalizedShape = normalized.map { Int64($0) }
+        l.layerNormalization.eps = float(n, "epsilon", 1e-5)
+        l.layerNormalization.gamma = try w.weights(g, reshape: [count])
+        if let b = n.input(2) {
+            guard w.graph.isConstant(b) else { throw LayerWriterError("bias must be a constant") }
+            l.layerNormalization.beta = try w.weights(b, reshape: [count])
+        } else {
+            l.layerNormalization.beta.floatValue = Array(repeating: 0, count: count)
+        }
+        w.add(l)
+    }
+}
+
+/// The N-dimensional reduce layers share their fields.
+protocol ReduceND {
+    var axes: [Int64] { get set }
+    var keepDims: Bool { get set }
+    var reduceAll: Bool { get set }
+}
+
+extension CoreML_Specification_ReduceSumLayerParams: ReduceND {}
+extension CoreML_Specification_ReduceMeanLayerParams: ReduceND {}
+extension CoreML_Specification_ReduceMaxLayerParams: ReduceND {}
+extension CoreML_Specification_ReduceMinLayerParams: ReduceND {}
+extension CoreML_Specification_ReduceProdLayerParams: ReduceND {}
+extension CoreML_Specification_ReduceL1LayerParams: ReduceND {}
+extension CoreML_Specification_ReduceL2LayerParams: ReduceND {}
+extension CoreML_Specification_ReduceLogSumLayerParams: ReduceND {}
+extension CoreML_Specification_ReduceLogSumExpLayerParams: ReduceND {}
+extension CoreML_Specification_ReduceSumSquareLayerParams: ReduceND {}

@@ -1,0 +1,66 @@
+import ShrinkwrapIR
+
+/// Makes a graph ready for an exporter whose format wants static shapes
+/// (Core ML NeuralNetwork, TFLite): fixed input shapes, shape-only
+/// subgraphs folded to constants, and every value annotated with its shape
+/// and element type. Exporters may not run the interpreter themselves
+/// (formats never import the runtime), so the facade calls this first.
+public enum ExportPreparation {
+    /// What preparation changed, for the user.
+    public struct Report: Sendable, Equatable {
+        /// Input dimensions that were not fixed and became `batch`: "input 'x' axis 0 (N) → 1".
+        public var fixedDimensions: [String] = []
+        /// Nodes folded into constants.
+        public var foldedNodes = 0
+    }
+
+    /// The prepared graph. A leading symbolic or unknown dimension (the
+    /// batch) becomes `batch`; any other non-fixed dimension is an error,
+    /// since the exporter cannot guess it.
+    public static func prepare(_ graph: Graph, batch: Int = 1) throws -> (graph: Graph, report: Report) {
+        var g = graph
+        var report = Report()
+        for (k, input) in g.inputs.enumerated() where !g.isConstant(input.name) {
+            guard let shape = input.shape else {
+                throw KernelError.badGraphInput(name: input.name, reason: "rank is unknown; the exporter needs a fixed shape")
+            }
+            var fixed = shape
+            for (axis, d) in shape.enumerated() where d.value == nil {
+                guard axis == 0 else {
+                    throw KernelError.badGraphInput(name: input.name,
+                                                    reason: "dimension \(axis) (\(d)) is not fixed; the exporter needs fixed shapes beyond the batch axis")
+                }
+                fixed[axis] = .fixed(batch)
+                report.fixedDimensions.append("input '\(input.name)' axis 0 (\(d)) → \(batch)")
+            }
+            g.inputs[k].shape = fixed
+        }
+        let (folded, count) = try StaticFolding.fold(g)
+        g = folded
+        report.foldedNodes = count
+
+        var inputs: [String: Tensor] = [:]
+        for i in g.runtimeInputs {
+            guard let shape = i.staticShape, checkedElementCount(shape, limit: 1 << 28) != nil else {
+                throw KernelError.badGraphInput(name: i.name, reason: "shape \(i.shapeDescription) is too large to annotate")
+            }
+            inputs[i.name] = Tensor.zeros(shape, dtype: i.dtype ?? .float32)
+        }
+        var info = g.valueInfo
+        let interpreter = try Interpreter(graph: g, options: .init(threads: 1, optimize: false))
+        let results = try interpreter.run(inputs) { node, outs in
+            for (o, t) in zip(node.outputs, outs) where !o.isEmpty {
+                let doc = info[o]?.docString ?? ""
+                info[o] = ValueInfo(name: o, dtype: t.dtype, shape: t.shape.map { .fixed($0) }, docString: doc)
+            }
+        }
+        for (k, o) in g.outputs.enumerated() {
+            if let t = results[o.name] {
+                g.outputs[k].shape = t.shape.map { .fixed($0) }
+                g.outputs[k].dtype = t.dtype
+            }
+        }
+        g.valueInfo = info
+        return (g, report)
+    }
+}
