@@ -136,21 +136,19 @@ struct ModelReader {
             break
         default: break
         }
-        graph.metadata.labels = labels
+        builder.graph.metadata.labels = labels
         for (k, f) in d.output.enumerated() {
             let place = "description.output[\(k)] '\(f.name)'"
             switch f.type.type {
             case .multiArrayType(let a)?:
                 let value = try builder.output(f.name, declared: a.shape.map { Int($0) }, place: place)
-                graph = builder.graph
-                graph.outputs.append(ValueInfo(name: value, dtype: .float32, shape: nil, docString: f.shortDescription))
+                builder.graph.outputs.append(ValueInfo(name: value, dtype: .float32, shape: nil, docString: f.shortDescription))
             case .dictionaryType?:
                 // A classifier's probabilities: the tensor the probability blob holds, named as the output.
                 let blob = probabilityBlob.isEmpty ? builder.lastBlob : probabilityBlob
                 guard !blob.isEmpty else { throw ImportError.malformed(loc(place), reason: "no probability blob") }
                 let value = try builder.probabilities(f.name, blob: blob, classes: labels.count, place: place)
-                graph = builder.graph
-                graph.outputs.append(ValueInfo(name: value, dtype: .float32, shape: nil, docString: f.shortDescription))
+                builder.graph.outputs.append(ValueInfo(name: value, dtype: .float32, shape: nil, docString: f.shortDescription))
             case .stringType?, .int64Type?:
                 if f.name == d.predictedFeatureName { continue }  // the class label: derived from the probabilities
                 throw ImportError.unsupported(loc(place), what: "a string or integer output that is not the predicted class label")
@@ -158,6 +156,7 @@ struct ModelReader {
                 throw ImportError.unsupported(loc(place), what: "output type")
             }
         }
+        graph = builder.graph
         if graph.outputs.isEmpty { throw ImportError.malformed(loc("description.output"), reason: "the model has no tensor output") }
         return graph
     }

@@ -135,3 +135,44 @@ extension CoreMLRoundTripTests {
         }
     }
 }
+
+extension CoreMLRoundTripTests {
+    /// --image-input / --labels / metadata: the scaler holds the preprocessing, the model is a
+    /// classifier with a classLabel output, and the imported graph computes the same thing.
+    func testImageInputClassifierAndMetadata() throws {
+        guard let m = try lightModels().first(where: { $0.contains("squeezenet") }) else { throw XCTSkip("SKIPPED: no light_squeezenet") }
+        var g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+        var o = ConversionOptions()
+        o.imageInputs = [.init(name: g.runtimeInputs[0].name, color: .bgr, scale: 0.017, bias: [-2.1, -2.0, -1.8])]
+        o.labels = (0..<1000).map { "class \($0)" }
+        o.author = "Shrinkwrap tests"; o.license = "MIT"; o.shortDescription = "squeezenet"; o.version = "3"
+        o.userDefined = [("source", "onnx zoo")]
+        try Shrinkwrap.apply(o, to: &g)
+        var inputs = try ModelRunner.syntheticInputs(graph: g, seed: 11)
+        inputs = inputs.mapValues { t in Tensor(t.doubles.map { Float(($0 + 1) * 127) }, shape: t.shape) }  // pixel-like values
+        let spec = try CoreMLExporter.exportSpec(try ExportPreparation.prepare(g).graph)
+        XCTAssertEqual(spec.specificationVersion, 1)
+        let d = spec.description_p
+        XCTAssertEqual(d.input[0].type.imageType.colorSpace, .bgr)
+        XCTAssertEqual(d.predictedFeatureName, "classLabel")
+        XCTAssertEqual(d.output.first?.type.stringType, CoreML_Specification_StringFeatureType())
+        XCTAssertEqual(d.metadata.author, "Shrinkwrap tests")
+        XCTAssertEqual(d.metadata.versionString, "3")
+        XCTAssertEqual(d.metadata.userDefined["source"], "onnx zoo")
+        let nn = spec.neuralNetworkClassifier
+        XCTAssertEqual(nn.stringClassLabels.vector.count, 1000)
+        XCTAssertEqual(nn.preprocessing.first?.scaler.channelScale, 0.017)
+        XCTAssertEqual(nn.preprocessing.first?.scaler.blueBias, -2.1)
+        XCTAssertEqual(nn.preprocessing.first?.scaler.redBias, -1.8)
+        let back = try CoreMLImporter.importModel(data: try spec.serializedData(), file: "sq.mlmodel")
+        XCTAssertEqual(back.metadata.labels.count, 1000)
+        XCTAssertEqual(back.metadata.imageInputs, g.metadata.imageInputs)
+        XCTAssertEqual(back.metadata.author, "Shrinkwrap tests")
+        let want = try Interpreter(graph: g).run(inputs), got = try Interpreter(graph: back).run(inputs)
+        XCTAssertLessThanOrEqual(Self.relativeError(got, want), 1e-4)
+        // And once more: the imported classifier exports to the same spec.
+        let again = try CoreMLExporter.exportSpec(try ExportPreparation.prepare(back).graph)
+        XCTAssertEqual(again.neuralNetworkClassifier.preprocessing, nn.preprocessing)
+        XCTAssertEqual(again.description_p.predictedProbabilitiesName, d.predictedProbabilitiesName)
+    }
+}
