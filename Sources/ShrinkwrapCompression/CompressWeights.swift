@@ -198,7 +198,7 @@ public enum CompressWeights {
                 graph.setConstant(Constant(name: task.input.name, encoding: res.encoding))
             }
         }
-        halfCompanions(&graph, &entries)
+        halfCompanions(&graph, &entries, plan: plan)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds, threads: workers)
     }
@@ -210,7 +210,7 @@ extension CompressWeights {
     /// tensors of one layer to share a precision, and fp16 biases cost
     /// nothing in accuracy that the fp16 weight has not already cost. A
     /// parameter outside float16's range stays float32 (and the log says so).
-    static func halfCompanions(_ graph: inout Graph, _ entries: inout [CompressionLogEntry]) {
+    static func halfCompanions(_ graph: inout Graph, _ entries: inout [CompressionLogEntry], plan: CompressionPlan) {
         var index: [String: Int] = [:]
         for (k, e) in entries.enumerated() { index[e.name] = k }
         func hasHalfWeight(_ node: Node) -> Bool {
@@ -222,7 +222,7 @@ extension CompressWeights {
         let halfNodes = Set(graph.nodes.indices.filter { hasHalfWeight(graph.nodes[$0]) })
         for (n, node) in graph.nodes.enumerated() where halfNodes.contains(n) {
             for name in node.inputs where !name.isEmpty {
-                guard let k = index[name], !entries[k].compressed, let c = graph.constant(named: name),
+                guard plan.byName[name] != .skip, let k = index[name], !entries[k].compressed, let c = graph.constant(named: name),
                       case .dense(let t) = c.encoding, t.dtype == .float32, let values = t.floats else { continue }
                 // Only parameters that every reader pairs with an fp16 weight.
                 guard graph.nodes.indices.allSatisfy({ !graph.nodes[$0].inputs.contains(name) || halfNodes.contains($0) }) else { continue }
