@@ -260,12 +260,10 @@ enum CoreMLLayerReaders {
     /// A per-channel parameter (length 1 or C) shaped to broadcast on axis −3.
     static func channelParam(_ b: inout GraphBuilderState, _ w: CoreML_Specification_WeightParams, _ name: String,
                              _ x: String, _ p: String) throws -> String {
-        let n = w.floatValue.count + w.float16Value.count / 2 + (w.rawValue.isEmpty ? 0 : 1)
         let count: Int
         if !w.floatValue.isEmpty { count = w.floatValue.count } else if !w.float16Value.isEmpty { count = w.float16Value.count / 2 } else {
             throw LayerReaderError("quantized per-channel activation parameters")
         }
-        _ = n
         if count == 1 { return b.constant(name, try b.weight(w, shape: [], place: p)) }
         guard try rank(b, x) >= 3 else { throw LayerReaderError("per-channel parameters need rank ≥ 3") }
         return b.constant(name, try b.weight(w, shape: [count, 1, 1], place: p))
@@ -505,6 +503,7 @@ enum CoreMLLayerReaders {
             }
         case .UNRECOGNIZED(let v): throw LayerReaderError("interpolation mode \(v)")
         }
+        guard r >= 3 else { throw LayerReaderError("input of rank \(r) (upsampling needs [..., C, H, W])") }
         scales = Array(repeating: 1, count: r - 2) + scales
         b.node("Resize", l.name, [x, "", b.floats("\(l.name)_scales", scales)], [y], a, rank: r)
     }
@@ -792,12 +791,18 @@ enum CoreMLLayerReaders {
         for i in 0..<r {
             let s = Int(q.strides[i])
             guard s != 0 else { throw ImportError.malformed(b.loc(p), reason: "stride 0") }
-            starts.append(q.beginMasks[i] ? (s > 0 ? 0 : big) : Int(q.beginIds[i]))
-            ends.append(q.endMasks[i] ? (s > 0 ? big : -big) : Int(q.endIds[i]))
+            starts.append(q.beginMasks[i] ? (s > 0 ? 0 : big) : Int(max(min(q.beginIds[i], Int64(big)), -Int64(big))))
+            ends.append(q.endMasks[i] ? (s > 0 ? big : -big) : Int(max(min(q.endIds[i], Int64(big)), -Int64(big))))
             steps.append(s)
         }
+        guard q.squeezeMasks.isEmpty || q.squeezeMasks.count == r else {
+            throw ImportError.malformed(b.loc(p), reason: "\(q.squeezeMasks.count) squeeze masks for rank \(r)")
+        }
         let squeeze = q.squeezeMasks.enumerated().filter { $0.element }.map(\.offset)
-        for a in squeeze { ends[a] = starts[a] == -1 ? big : starts[a] + 1; steps[a] = 1 }
+        for a in squeeze {
+            guard abs(starts[a]) < big else { throw ImportError.malformed(b.loc(p), reason: "begin index \(starts[a]) on a squeezed axis") }
+            ends[a] = starts[a] == -1 ? big : starts[a] + 1; steps[a] = 1
+        }
         let out = squeeze.isEmpty ? y : b.temp("\(l.name)_sliced")
         b.node("Slice", l.name, [x, b.ints("\(l.name)_starts", starts), b.ints("\(l.name)_ends", ends),
                                  b.ints("\(l.name)_axes", Array(0..<r)), b.ints("\(l.name)_steps", steps)], [out], rank: r)
@@ -987,12 +992,11 @@ enum CoreMLLayerReaders {
         let (x, y) = try one(&b, l, p)
         let q = l.layerNormalization
         let shape = q.normalizedShape.map { Int($0) }
-        guard !shape.isEmpty, shape.allSatisfy({ $0 > 0 }), let n = checkedElementCount(shape) else {
+        guard !shape.isEmpty, shape.allSatisfy({ $0 > 0 }), checkedElementCount(shape) != nil else {
             throw ImportError.malformed(b.loc(p), reason: "normalizedShape \(q.normalizedShape)")
         }
         let g = b.constant("\(l.name)_gamma", try b.weight(q.gamma, shape: shape, place: "\(p) gamma"))
         let be = b.constant("\(l.name)_beta", try b.weight(q.beta, shape: shape, place: "\(p) beta"))
-        _ = n
         b.node("LayerNormalization", l.name, [x, g, be], [y], ["axis": .int(-shape.count), "epsilon": .float(q.eps)], rank: b.ranks[x])
     }
 

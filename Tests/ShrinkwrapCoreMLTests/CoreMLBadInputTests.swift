@@ -105,3 +105,26 @@ final class CoreMLBadInputTests: XCTestCase {
         XCTAssertTrue(text.contains("'nowhere'"), text)
     }
 }
+
+extension CoreMLBadInputTests {
+    /// Hostile N-d slice parameters and a rank-1 upsample: errors, not traps.
+    func testHostileSliceAndUpsampleParameters() {
+        var text = importError(model {
+            var l = CoreML_Specification_NeuralNetworkLayer()
+            l.name = "s"; l.input = ["y"]; l.output = ["z"]
+            l.sliceStatic.beginIds = [Int64.max]; l.sliceStatic.endIds = [1]; l.sliceStatic.strides = [1]
+            l.sliceStatic.beginMasks = [false]; l.sliceStatic.endMasks = [false]; l.sliceStatic.squeezeMasks = [true, true, true]
+            $0.neuralNetwork.arrayInputShapeMapping = .exactArrayMapping
+            $0.neuralNetwork.layers.append(l)
+        })
+        XCTAssertTrue(text.contains("squeeze masks"), text)
+        text = importError(model {
+            var l = CoreML_Specification_NeuralNetworkLayer()
+            l.name = "u"; l.input = ["y"]; l.output = ["z"]
+            l.upsample.scalingFactor = [2, 2]
+            $0.neuralNetwork.arrayInputShapeMapping = .exactArrayMapping
+            $0.neuralNetwork.layers.append(l)
+        })
+        XCTAssertTrue(text.contains("upsampling needs"), text)
+    }
+}
