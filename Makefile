@@ -12,7 +12,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps venv venv-tf build test unit-tests crosscheck crosscheck-compression demo bench schemas schemas-check testdata clean
+.PHONY: help deps venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix demo bench schemas schemas-check testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -106,6 +106,10 @@ crosscheck: deps venv testdata build ## onnxruntime vs shrinkwrap on every light
 	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --check-sse --modes kmeans-lut --bits 8,4,2,1 $(TESTDATA)/models/light_squeezenet.onnx
 	@echo "== coremltools cross-check: every .mlmodel the Core ML suites wrote loads, and every compressed weight decodes bit-identically =="
 	$(PY) Scripts/coreml_crosscheck.py $(TESTDATA)/coreml-crosscheck 2>&1 | grep -v "Failed to load _MLModelProxy\|scikit-learn version"; exit $${PIPESTATUS[0]}
+
+test-coreml-matrix: deps venv testdata build ## ONNX → .mlmodel → import round trip: every light model × 3 modes × 1–8 bits (~1 h)
+	SHRINKWRAP_FULL_MATRIX=1 $(SWIFT_TEST) --filter CoreMLRoundTripTests.testFullMatrix 2>&1 | grep -E "full matrix|error|failed|Executed"; \
+	  exit $${PIPESTATUS[0]}
 
 crosscheck-compression: deps venv testdata build ## k-means SSE vs coremltools on light_resnet50 + light_squeezenet, 8/4/2/1 bits (~15 min)
 	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --check-sse --modes kmeans-lut --bits 8,4,2,1 \

@@ -67,14 +67,19 @@ def main():
                 print(f"FAIL {name}: layer {entry['layer']} ({entry['kind']}) not found")
                 bad += 1
                 continue
-            wp = getattr(getattr(layer, entry["kind"]), entry["field"])
+            params = getattr(layer, entry["kind"])
+            if "index" in entry:  # a repeated weight set (bidirectional LSTM)
+                params = params.weightParams[entry["index"]]
+            elif entry["kind"] in ("uniDirectionalLSTM",):
+                params = params.weightParams
+            wp = getattr(params, entry["field"])
             shape = tuple(entry["shape"])
             if len(wp.float16Value):
                 theirs = np.frombuffer(wp.float16Value, dtype="<f2").astype(np.float32).reshape(shape)
                 form = "fp16"
             elif len(wp.rawValue):
                 copy_wp = copy.deepcopy(wp)
-                qu._dequantize_wp(copy_wp, shape, axis=0)
+                qu._dequantize_wp(copy_wp, shape, axis=entry.get("axis", 0))
                 theirs = np.array(copy_wp.floatValue, dtype=np.float32).reshape(shape)
                 form = f"{wp.quantization.WhichOneof('QuantizationType')} {wp.quantization.numberOfBits}-bit"
             else:

@@ -7,6 +7,8 @@ public struct Inspection: Codable, Sendable {
         public var name: String
         public var dtype: String
         public var shape: [String]
+        /// "image RGB / BGR / GRAY" for an input apps feed as an image.
+        public var image: String?
     }
     public struct Weight: Codable, Sendable {
         public var name: String
@@ -35,7 +37,8 @@ public struct Inspection: Codable, Sendable {
 
     public init(graph g: Graph, file: String, largest: Int = 5) {
         func value(_ v: ValueInfo) -> Value {
-            Value(name: v.name, dtype: v.dtype?.rawValue ?? "?", shape: v.shape?.map(\.description) ?? ["?"])
+            let image = g.metadata.imageInputs.first { $0.name == v.name }.map { "image \($0.color.rawValue.uppercased())" }
+            return Value(name: v.name, dtype: v.dtype?.rawValue ?? "?", shape: v.shape?.map(\.description) ?? ["?"], image: image)
         }
         self.file = file
         format = g.sourceFormat
@@ -59,6 +62,9 @@ public struct Inspection: Codable, Sendable {
         if !g.metadata.docString.isEmpty { md["doc_string"] = g.metadata.docString }
         if !g.metadata.domain.isEmpty { md["domain"] = g.metadata.domain }
         if g.metadata.modelVersion != 0 { md["model_version"] = String(g.metadata.modelVersion) }
+        if !g.metadata.author.isEmpty { md["author"] = g.metadata.author }
+        if !g.metadata.license.isEmpty { md["license"] = g.metadata.license }
+        if !g.metadata.updatableNodes.isEmpty { md["updatable_layers"] = g.metadata.updatableNodes.joined(separator: ", ") }
         for p in g.metadata.properties { md[p.key] = p.value }
         metadata = md
         labels = g.metadata.labels
@@ -72,7 +78,7 @@ public struct Inspection: Codable, Sendable {
         if !producer.isEmpty { s += "  producer:  \(producer)\n" }
         if !graphName.isEmpty { s += "  graph:     \(graphName)\n" }
         s += "  inputs:\n"
-        for v in inputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\n" }
+        for v in inputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\(v.image.map { " (\($0))" } ?? "")\n" }
         s += "  outputs:\n"
         for v in outputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\n" }
         s += "  nodes:     \(nodeCount)\n"

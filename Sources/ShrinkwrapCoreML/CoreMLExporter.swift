@@ -68,6 +68,10 @@ public enum CoreMLExporter {
         model.description_p = try w.modelDescription()
         let updatable = !graph.metadata.updatableNodes.isEmpty
         if updatable { model.isUpdatable = true; w.require(4, "updatable layers") }
+        if let bytes = graph.metadata.formatData("coreml.trainingInputs") {
+            // The training inputs an updatable model declares (kept as read from a Core ML file).
+            model.description_p.trainingInput = try CoreML_Specification_ModelDescription(serializedBytes: bytes).trainingInput
+        }
         var preprocessing: [CoreML_Specification_NeuralNetworkPreprocessing] = []
         for p in w.preprocessing { preprocessing.append(p) }
         let updateParams = try graph.metadata.formatData("coreml.updateParams").map {
@@ -179,6 +183,13 @@ struct NNWriter {
         case .batchnorm(let c)?: params = [c.gamma, c.beta, c.mean, c.variance]
         case .embeddingNd(let c)?: params = [c.weights] + (c.hasBias_p ? [c.bias] : [])
         case .layerNormalization(let c)?: params = [c.gamma, c.beta]
+        case .uniDirectionalLstm(let c)?: params = CoreMLLayerWriters.lstmParams(c.weightParams)
+        case .biDirectionalLstm(let c)?: params = c.weightParams.flatMap(CoreMLLayerWriters.lstmParams)
+        case .gru(let c)?:
+            params = [c.updateGateWeightMatrix, c.resetGateWeightMatrix, c.outputGateWeightMatrix,
+                      c.updateGateRecursionMatrix, c.resetGateRecursionMatrix, c.outputGateRecursionMatrix]
+                + (c.hasBiasVectors_p ? [c.updateGateBiasVector, c.resetGateBiasVector, c.outputGateBiasVector] : [])
+        case .simpleRecurrent(let c)?: params = [c.weightMatrix, c.recursionMatrix] + (c.hasBiasVector_p ? [c.biasVector] : [])
         default: return
         }
         let half = params.contains { !$0.float16Value.isEmpty }
@@ -284,15 +295,29 @@ struct NNWriter {
         require(4, what)
     }
 
-    /// WeightParams for constant `name`, optionally transposed and reshaped first.
-    mutating func weights(_ name: String, transpose perm: [Int]? = nil, reshape: [Int]? = nil) throws -> CoreML_Specification_WeightParams {
+    /// WeightParams for constant `name`, optionally transposed, reshaped and cut to `rows` of axis 0 first;
+    /// per-channel scales must lie along `channelAxis` of the result.
+    mutating func weights(_ name: String, transpose perm: [Int]? = nil, reshape: [Int]? = nil,
+                          rows: Range<Int>? = nil, channelAxis: Int = 0) throws -> CoreML_Specification_WeightParams {
         guard let c = graph.constant(named: name) else {
             throw LayerWriterError("'\(name)' is not a constant")
         }
-        var e = c.encoding
-        do throws(WeightLayoutError) {
+        return try params(c.encoding, name: name, channelAxis: channelAxis) { e throws(WeightLayoutError) in
+            var e = e
             if let perm { e = try e.transposed(perm) }
             if let reshape { e = try e.reshaped(reshape) }
+            if let rows { e = try e.rows(rows) }
+            return e
+        }
+    }
+
+    /// WeightParams for (a transformed view of) the encoding of constant `name`.
+    mutating func params(_ encoding: WeightEncoding, name: String, channelAxis: Int = 0,
+                         _ transform: (WeightEncoding) throws(WeightLayoutError) -> WeightEncoding = { $0 }) throws
+        -> CoreML_Specification_WeightParams {
+        var e: WeightEncoding
+        do throws(WeightLayoutError) {
+            e = try transform(encoding)
         } catch {
             throw ExportError.unsupportedWeight(format: format, tensor: name, reason: error.reason)
         }
@@ -305,7 +330,7 @@ struct NNWriter {
         case .affine, .palette: require(3, "quantized weights")
         case .dense: break
         }
-        var p = try CoreMLWeights.params(e, name: name)
+        var p = try CoreMLWeights.params(e, name: name, axis: channelAxis)
         if graph.metadata.updatableNodes.isEmpty == false, isUpdatableWeight(name) {
             guard case .dense = e else {
                 throw ExportError.unsupportedWeight(format: format, tensor: name,

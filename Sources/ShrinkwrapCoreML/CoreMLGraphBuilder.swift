@@ -82,8 +82,8 @@ struct GraphBuilderState {
     }
 
     /// The weight encoding of `p` for `shape`; a wrong count is an error naming the place.
-    func weight(_ p: CoreML_Specification_WeightParams, shape: [Int], place: String) throws -> WeightEncoding {
-        try CoreMLWeights.encoding(p, shape: shape, at: loc(place))
+    func weight(_ p: CoreML_Specification_WeightParams, shape: [Int], place: String, axis: Int = 0) throws -> WeightEncoding {
+        try CoreMLWeights.encoding(p, shape: shape, at: loc(place), axis: axis)
     }
 
     // MARK: network

@@ -141,8 +141,17 @@ struct ModelReader {
             let place = "description.output[\(k)] '\(f.name)'"
             switch f.type.type {
             case .multiArrayType(let a)?:
-                let value = try builder.output(f.name, declared: a.shape.map { Int($0) }, place: place)
-                builder.graph.outputs.append(ValueInfo(name: value, dtype: .float32, shape: nil, docString: f.shortDescription))
+                let declared = a.shape.map { Int($0) }
+                let value = try builder.output(f.name, declared: declared, place: place)
+                // The declared shape, in IR terms, when it agrees with the value's rank (for inspect;
+                // exporters re-derive shapes by running the graph).
+                var shape: [Dim]? = nil
+                let irShape = builder.rank5 ? [1] + declared : declared
+                if !declared.isEmpty, declared.allSatisfy({ $0 > 0 }), builder.ranks[value] == irShape.count {
+                    shape = irShape.map { .fixed($0) }
+                }
+                builder.graph.outputs.append(ValueInfo(name: value, dtype: a.dataType == .int32 ? nil : .float32, shape: shape,
+                                                       docString: f.shortDescription))
             case .dictionaryType?:
                 // A classifier's probabilities: the tensor the probability blob holds, named as the output.
                 let blob = probabilityBlob.isEmpty ? builder.lastBlob : probabilityBlob

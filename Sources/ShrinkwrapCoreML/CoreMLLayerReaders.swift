@@ -29,7 +29,7 @@ enum CoreMLLayerReaders {
         "flattenTo2D": flattenTo2D, "reshapeStatic": reshapeStatic, "tile": tile, "argMax": argMax,
         "reduceL1": reduceND, "reduceL2": reduceND, "reduceMax": reduceND, "reduceMin": reduceND, "reduceSum": reduceND,
         "reduceProd": reduceND, "reduceMean": reduceND, "reduceLogSum": reduceND, "reduceSumSquare": reduceND, "reduceLogSumExp": reduceND,
-        "layerNormalization": layerNormalization,
+        "layerNormalization": layerNormalization, "reorganizeData": reorganizeData,
     ]
 
     /// Official names of the layer kinds outside our schema subset (they parse as unknown fields).
@@ -202,7 +202,8 @@ enum CoreMLLayerReaders {
         guard k.count == 2 else { throw ImportError.malformed(b.loc(p), reason: "kernelSize has \(k.count) values") }
         guard cout % groups == 0 else { throw ImportError.malformed(b.loc(p), reason: "outputChannels \(cout) not divisible by nGroups \(groups)") }
         let wShape = c.isDeconvolution ? [kc, cout / groups, k[0], k[1]] : [cout, kc, k[0], k[1]]
-        let w = b.constant("\(l.name)_weights", try b.weight(c.weights, shape: wShape, place: "\(p) weights"))
+        // Deconvolution weights carry their output channels on axis 1 (per-channel scales too).
+        let w = b.constant("\(l.name)_weights", try b.weight(c.weights, shape: wShape, place: "\(p) weights", axis: c.isDeconvolution ? 1 : 0))
         var inputs = [x, w]
         if c.hasBias_p { inputs.append(b.constant("\(l.name)_bias", try b.weight(c.bias, shape: [cout], place: "\(p) bias"))) }
         var a: [String: Attribute] = ["kernel_shape": ints(k), "group": .int(groups)]
@@ -444,6 +445,21 @@ enum CoreMLLayerReaders {
         guard try rank(b, x) == 4 else { throw LayerReaderError("LRN on a value that is not [N, C, H, W]") }
         b.node("LRN", l.name, [x], [y], ["alpha": .float(q.alpha), "beta": .float(q.beta), "bias": .float(q.k == 0 ? 1 : q.k),
                                            "size": .int(size)], rank: 4)
+    }
+
+    /// reorganizeData: DEPTH_TO_SPACE is ONNX's DCR DepthToSpace, PIXEL_SHUFFLE its CRD one.
+    static let reorganizeData: Reader = { b, l, p in
+        let (x, y) = try one(&b, l, p)
+        let q = l.reorganizeData
+        let size = try dim(q.blockSize, "blockSize", b, p)
+        guard size >= 1 else { throw LayerReaderError("blockSize 0") }
+        guard try rank(b, x) == 4 else { throw LayerReaderError("data reorganization of a value that is not [N, C, H, W]") }
+        switch q.mode {
+        case .spaceToDepth: b.node("SpaceToDepth", l.name, [x], [y], ["blocksize": .int(size)], rank: 4)
+        case .depthToSpace: b.node("DepthToSpace", l.name, [x], [y], ["blocksize": .int(size), "mode": .string("DCR")], rank: 4)
+        case .pixelShuffle: b.node("DepthToSpace", l.name, [x], [y], ["blocksize": .int(size), "mode": .string("CRD")], rank: 4)
+        case .UNRECOGNIZED(let v): throw LayerReaderError("reorganization mode \(v)")
+        }
     }
 
     static let padding: Reader = { b, l, p in
@@ -1008,8 +1024,8 @@ enum CoreMLLayerReaders {
         case .tanh?: return ("Tanh", nil, nil)
         case .reLu?: return ("Relu", nil, nil)
         case .linear(let l)?: return ("Affine", l.alpha, l.beta)
-        case .sigmoidHard?: return ("HardSigmoid", 0.2, 0.5)
-        case .scaledTanh?: return ("ScaledTanh", 1.7159, 2.0 / 3.0)
+        case .sigmoidHard(let h)?: return ("HardSigmoid", h.alpha, h.beta)
+        case .scaledTanh(let t)?: return ("ScaledTanh", t.alpha, t.beta)
         default: throw LayerReaderError("recurrent activation \(String(describing: a.nonlinearityType))")
         }
     }

@@ -37,6 +37,9 @@ enum CoreMLLayerWriters {
         "ReduceL1": reduce, "ReduceL2": reduce, "ReduceLogSum": reduce, "ReduceLogSumExp": reduce, "ReduceSumSquare": reduce,
         "ArgMax": argMax,
         "LayerNormalization": layerNorm,
+        "LSTM": lstm, "GRU": gru, "RNN": rnn,
+        "InstanceNormalization": instanceNorm,
+        "DepthToSpace": reorganize, "SpaceToDepth": reorganize,
     ]
 
     // MARK: attribute helpers
@@ -78,39 +81,60 @@ enum CoreMLLayerWriters {
         return v
     }
 
+    /// Conv / ConvTranspose with 2-D kernels, and 1-D ones through a trailing
+    /// axis of 1 ([N, C, L] → [N, C, L, 1] → convolution → squeeze).
     static let conv: Writer = { w, n in
         let deconv = n.opType == "ConvTranspose"
         guard let x = n.input(0), let wName = n.input(1), w.graph.isConstant(wName) else {
             throw LayerWriterError("the weight must be a constant")
         }
         let ws = try w.shape(wName)
-        guard ws.count == 4 else { throw LayerWriterError("only 2-D convolutions have a layer (weight rank \(ws.count))") }
+        guard ws.count == 4 || ws.count == 3 else { throw LayerWriterError("only 1-D and 2-D convolutions have a layer (weight rank \(ws.count))") }
+        let oneD = ws.count == 3
+        if oneD { try w.needND("1-D convolution") }
+        func two(_ v: [Int]?, _ d: Int) -> [UInt64] { (v ?? Array(repeating: d, count: oneD ? 1 : 2)).map { UInt64($0) } + (oneD ? [UInt64(d)] : []) }
         let groups = int(n, "group", 1)
         var c = CoreML_Specification_ConvolutionLayerParams()
         let outShape = try w.shape(n.outputs[0])
         c.outputChannels = UInt64(deconv ? ws[1] * groups : ws[0])
-        c.kernelChannels = UInt64(deconv ? ws[0] / max(groups, 1) : ws[1])
+        // Deconvolution weights are [Cin, Cout / groups, kH, kW] with kernelChannels = Cin (Core ML's validator
+        // expects kernelChannels × outputChannels / nGroups × kH × kW values).
+        c.kernelChannels = UInt64(deconv ? ws[0] : ws[1])
         c.nGroups = UInt64(groups)
-        c.kernelSize = [UInt64(ws[2]), UInt64(ws[3])]
-        c.stride = (ints(n, "strides") ?? [1, 1]).map { UInt64($0) }
-        c.dilationFactor = (ints(n, "dilations") ?? [1, 1]).map { UInt64($0) }
-        let pads = try padding(n, spatial: 2)
-        if let v = pads.valid { c.valid = valid(v) } else if let s = pads.same { c.same.asymmetryMode = s }
+        c.kernelSize = [UInt64(ws[2]), oneD ? 1 : UInt64(ws[3])]
+        c.stride = two(ints(n, "strides"), 1)
+        c.dilationFactor = two(ints(n, "dilations"), 1)
+        let pads = try padding(n, spatial: oneD ? 1 : 2)
+        if let v = pads.valid { c.valid = valid(v + (oneD ? [(0, 0)] : [])) } else if let s = pads.same { c.same.asymmetryMode = s }
         if deconv {
             c.isDeconvolution = true
-            c.outputShape = [UInt64(outShape[2]), UInt64(outShape[3])]
-            if ints(n, "dilations").map({ $0 != [1, 1] }) == true { throw LayerWriterError("dilated deconvolution") }
+            c.outputShape = [UInt64(outShape[2]), oneD ? 1 : UInt64(outShape[3])]
+            if ints(n, "dilations").map({ $0.contains { $0 != 1 } }) == true { throw LayerWriterError("dilated deconvolution") }
         }
-        c.weights = try w.weights(wName)
+        c.weights = try w.weights(wName, reshape: oneD ? ws + [1] : nil, channelAxis: deconv ? 1 : 0)
         if let b = n.input(2) {
             guard w.graph.isConstant(b) else { throw LayerWriterError("the bias must be a constant") }
             c.hasBias_p = true
             c.bias = try w.weights(b)
         }
-        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        var src = try w.inputBlob(x)
+        let dst = oneD ? w.freshBlob("\(n.outputs[0])_4d") : n.outputs[0]
+        if oneD {
+            let e = w.freshBlob("\(src)_4d")
+            var l = w.layer("\(n.name)_expand", inputs: [src], outputs: [e])
+            l.expandDims.axes = [3]
+            w.add(l)
+            src = e
+        }
+        var l = w.layer(n.name, inputs: [src], outputs: [dst])
         l.convolution = c
         w.markUpdatable(&l, n)
         w.add(l)
+        if oneD {
+            var q = w.layer("\(n.name)_squeeze", inputs: [dst], outputs: out(n))
+            q.squeeze.axes = [3]
+            w.add(q)
+        }
     }
 
     static let pool: Writer = { w, n in
@@ -177,6 +201,44 @@ enum CoreMLLayerWriters {
         var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: [n.outputs[0]])
         l.batchnorm = b
         w.markUpdatable(&l, n)
+        w.add(l)
+    }
+
+    /// InstanceNormalization: batchnorm computing each instance's mean and variance.
+    static let instanceNorm: Writer = { w, n in
+        guard let x = n.input(0), n.inputs.count >= 3, n.inputs[1...2].allSatisfy({ w.graph.isConstant($0) }) else {
+            throw LayerWriterError("scale and bias must be constants")
+        }
+        let xs = try w.shape(x)
+        guard xs.count == 4 else { throw LayerWriterError("instance normalization of rank \(xs.count) (Core ML normalizes [C, H, W])") }
+        var b = CoreML_Specification_BatchnormLayerParams()
+        b.channels = UInt64(xs[1])
+        b.epsilon = float(n, "epsilon", 1e-5)
+        b.computeMeanVar = true
+        b.instanceNormalization = true
+        b.gamma = try w.weights(n.inputs[1])
+        b.beta = try w.weights(n.inputs[2])
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.batchnorm = b
+        w.add(l)
+    }
+
+    /// DepthToSpace (DCR: Core ML's DEPTH_TO_SPACE; CRD: PIXEL_SHUFFLE, specification 5) and SpaceToDepth.
+    static let reorganize: Writer = { w, n in
+        guard let x = n.input(0), try w.shape(x).count == 4 else { throw LayerWriterError("only [N, C, H, W] values") }
+        let size = int(n, "blocksize", 0)
+        guard size >= 1 else { throw LayerWriterError("blocksize \(size)") }
+        var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+        l.reorganizeData.blockSize = UInt64(size)
+        if n.opType == "SpaceToDepth" {
+            l.reorganizeData.mode = .spaceToDepth
+        } else if string(n, "mode", "DCR") == "CRD" {
+            try w.needND("pixel shuffle")
+            l.reorganizeData.mode = .pixelShuffle
+            w.require(5, "pixel shuffle (DepthToSpace CRD)")
+        } else {
+            l.reorganizeData.mode = .depthToSpace
+        }
         w.add(l)
     }
 
@@ -684,6 +746,10 @@ enum CoreMLLayerWriters {
             var l = w.layer(n.name, inputs: [x1], outputs: out(n))
             l.embeddingNd.vocabSize = UInt64(ds[0])
             l.embeddingNd.embeddingSize = UInt64(ds[1])
+            if case .affine(let a)? = w.graph.constant(named: data)?.encoding, a.scale.count > 1, a.blockShape[0] == 1 {
+                try perRowEmbedding(&w, n, a, ids: x1, layer: l)
+                return
+            }
             l.embeddingNd.weights = try w.weights(data, transpose: [1, 0])
             w.markUpdatable(&l, n)
             w.add(l)
@@ -692,6 +758,43 @@ enum CoreMLLayerWriters {
         var l = w.layer(n.name, inputs: [try w.inputBlob(data), try w.inputBlob(idx)], outputs: out(n))
         l.gather.axis = Int64(axis)
         w.add(l)
+    }
+
+    /// A table quantized with one scale per row (per vocabulary entry, how the compress pass
+    /// quantizes embeddings) has no single Core ML weight: embeddingND scales its output
+    /// channels, which are the table's columns. So the codes go into one embedding (scale 1),
+    /// each row's scale and offset into a second, [vocab, 2] float table, and
+    /// y = codes[ids] × scale[ids] + offset[ids] follows — the same storage, exactly the IR's values.
+    static func perRowEmbedding(_ w: inout NNWriter, _ n: Node, _ a: AffineWeights, ids: String,
+                                layer: CoreML_Specification_NeuralNetworkLayer) throws {
+        let (vocab, dim) = (a.shape[0], a.shape[1])
+        guard a.shape.count == 2, a.blockShape[1] >= dim, a.scale.count == vocab else {
+            throw LayerWriterError("table scales of block shape \(a.blockShape)")
+        }
+        let data = n.inputs[0], y = n.outputs[0]
+        let codes = WeightEncoding.affine(try AffineWeights(shape: a.shape, bits: a.bits, signed: a.signed, q: a.q,
+                                                            blockShape: a.shape, scale: [1], bias: [0]))
+        var l = layer
+        l.output = [w.freshBlob("\(y)_codes")]
+        l.embeddingNd.weights = try w.params(codes, name: data) { e throws(WeightLayoutError) in try e.transposed([1, 0]) }
+        w.markUpdatable(&l, n)
+        w.add(l)
+        var t = w.layer("\(n.name)_row_scale", inputs: [ids], outputs: [w.freshBlob("\(y)_row_affine")])
+        t.embeddingNd.vocabSize = UInt64(vocab)
+        t.embeddingNd.embeddingSize = 2
+        t.embeddingNd.weights.floatValue = a.scale + a.bias  // [2, vocab]: scales, then offsets
+        w.add(t)
+        let parts = [w.freshBlob("\(y)_row_s"), w.freshBlob("\(y)_row_b")]
+        var sp = w.layer("\(n.name)_row_split", inputs: t.output, outputs: parts)
+        sp.splitNd.axis = -1; sp.splitNd.numSplits = 2; sp.splitNd.splitSizes = [1, 1]
+        w.add(sp)
+        let scaled = w.freshBlob("\(y)_scaled")
+        var m = w.layer("\(n.name)_row_mul", inputs: [l.output[0], parts[0]], outputs: [scaled])
+        m.multiplyBroadcastable = .init()
+        w.add(m)
+        var ad = w.layer("\(n.name)_row_add", inputs: [scaled, parts[1]], outputs: [y])
+        ad.addBroadcastable = .init()
+        w.add(ad)
     }
 
     static let reduce: Writer = { w, n in

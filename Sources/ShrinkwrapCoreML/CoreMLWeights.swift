@@ -17,8 +17,9 @@ import ShrinkwrapIR
 enum CoreMLWeights {
     static let format = "Core ML NeuralNetwork"
 
-    /// The params for an IR weight already in Core ML's layout (output channels on axis 0).
-    static func params(_ e: WeightEncoding, name: String) throws(ExportError) -> CoreML_Specification_WeightParams {
+    /// The params for an IR weight already in Core ML's layout, output channels on `axis`
+    /// (0; 1 for deconvolution weights [Cin, Cout / groups, kH, kW], as coremltools quantizes them).
+    static func params(_ e: WeightEncoding, name: String, axis: Int = 0) throws(ExportError) -> CoreML_Specification_WeightParams {
         var p = CoreML_Specification_WeightParams()
         func refuse(_ why: String) -> ExportError { .unsupportedWeight(format: format, tensor: name, reason: why) }
         switch e {
@@ -33,11 +34,11 @@ enum CoreMLWeights {
             }
             p.float16Value = Data(bytes)
         case .affine(let a):
-            let perChannel = !a.shape.isEmpty && a.blockShape[0] == 1 && a.shape.count > 0
-                && zip(a.shape.dropFirst(), a.blockShape.dropFirst()).allSatisfy { d, b in b >= d }
+            let perChannel = axis < a.shape.count && a.blockShape[axis] == 1
+                && a.shape.indices.allSatisfy { $0 == axis || a.blockShape[$0] >= a.shape[$0] }
             let perTensor = zip(a.shape, a.blockShape).allSatisfy { d, b in b >= d }
             guard perTensor || perChannel else {
-                throw refuse("scales per block or along axis > 0 (block shape \(a.blockShape)); Core ML NeuralNetwork takes one scale per tensor or per output channel")
+                throw refuse("scales per block or along an axis other than the output channels (block shape \(a.blockShape), channel axis \(axis)); Core ML NeuralNetwork takes one scale per tensor or per output channel")
             }
             // Core ML codes are unsigned: shift signed codes by 2^(b−1) and fold the shift into the bias.
             let shift = a.signed ? 1 << (a.bits - 1) : 0
@@ -47,7 +48,7 @@ enum CoreMLWeights {
             lq.bias = zip(a.scale, a.bias).map { s, b in Float(Double(b) - Double(s) * Double(shift)) }
             // One scale per output channel even for a per-tensor weight: Core ML takes 1 or C,
             // but coremltools' own dequantizer only reads C, and it costs 8 bytes a channel.
-            if perTensor, let channels = a.shape.first, channels > 1, lq.scale.count == 1 {
+            if perTensor, axis < a.shape.count, case let channels = a.shape[axis], channels > 1, lq.scale.count == 1 {
                 lq.scale = Array(repeating: lq.scale[0], count: channels)
                 lq.bias = Array(repeating: lq.bias[0], count: channels)
             }
@@ -68,9 +69,10 @@ enum CoreMLWeights {
     }
 
     /// Reads params for a weight of `shape` (Core ML layout, output channels
-    /// on axis 0). Every count is checked against the shape before anything
+    /// on `axis`). Every count is checked against the shape before anything
     /// is allocated from it.
-    static func encoding(_ p: CoreML_Specification_WeightParams, shape: [Int], at place: SourceLocation) throws(ImportError) -> WeightEncoding {
+    static func encoding(_ p: CoreML_Specification_WeightParams, shape: [Int], at place: SourceLocation,
+                         axis: Int = 0) throws(ImportError) -> WeightEncoding {
         func bad(_ why: String) -> ImportError { .badTensor(place, reason: why) }
         guard let n = checkedElementCount(shape) else { throw bad("shape \(shape) is negative or too large") }
         let kinds = [!p.floatValue.isEmpty, !p.float16Value.isEmpty, !p.rawValue.isEmpty, !p.int8RawValue.isEmpty].filter { $0 }.count
@@ -87,14 +89,14 @@ enum CoreMLWeights {
         }
         guard p.hasQuantization else { throw bad("quantized bytes without quantization parameters") }
         let q = p.quantization
-        let channels = shape.first ?? 1
+        let channels = axis < shape.count ? shape[axis] : 1
         if !p.int8RawValue.isEmpty {
             guard q.numberOfBits == 8, case .linearQuantization(let lq)? = q.quantizationType else {
                 throw bad("int8RawValue needs 8-bit linear quantization parameters")
             }
             guard p.int8RawValue.count == n else { throw bad("\(p.int8RawValue.count) int8 values for shape \(shape) (\(n) elements)") }
             let codes = p.int8RawValue.map { Int16(Int8(bitPattern: $0)) }
-            return try affine(codes, bits: 8, signed: true, lq, shape: shape, channels: channels, bad: bad)
+            return try affine(codes, bits: 8, signed: true, lq, shape: shape, axis: axis, channels: channels, bad: bad)
         }
         guard (1...8).contains(q.numberOfBits) else { throw bad("numberOfBits \(q.numberOfBits) outside 1...8") }
         let bits = Int(q.numberOfBits)
@@ -107,14 +109,14 @@ enum CoreMLWeights {
         }
         switch q.quantizationType {
         case .linearQuantization(let lq)?:
-            return try affine(codes.map { Int16($0) }, bits: bits, signed: false, lq, shape: shape, channels: channels, bad: bad)
+            return try affine(codes.map { Int16($0) }, bits: bits, signed: false, lq, shape: shape, axis: axis, channels: channels, bad: bad)
         case .lookupTableQuantization(let lut)?:
             guard lut.floatValue.count == 1 << bits else {
                 throw bad("lookup table has \(lut.floatValue.count) entries; \(bits) bits need \(1 << bits)")
             }
             do throws(WeightLayoutError) {
                 return .palette(try PaletteWeights(shape: shape, bits: bits, indices: codes, lut: [lut.floatValue], axis: 0,
-                                                   groupSize: max(channels, 1)))
+                                                   groupSize: max(shape.first ?? 1, 1)))
             } catch { throw bad(error.reason) }
         case nil:
             throw bad("quantization parameters name neither linear nor lookup-table quantization")
@@ -122,7 +124,7 @@ enum CoreMLWeights {
     }
 
     private static func affine(_ codes: [Int16], bits: Int, signed: Bool, _ lq: CoreML_Specification_LinearQuantizationParams,
-                               shape: [Int], channels: Int, bad: (String) -> ImportError) throws(ImportError) -> WeightEncoding {
+                               shape: [Int], axis: Int, channels: Int, bad: (String) -> ImportError) throws(ImportError) -> WeightEncoding {
         let scales = lq.scale
         guard scales.count == 1 || (scales.count == channels && !shape.isEmpty) else {
             throw bad("\(scales.count) scales; expected 1 or one per output channel (\(channels))")
@@ -137,7 +139,7 @@ enum CoreMLWeights {
         if scale.count > 1, scale.allSatisfy({ $0.bitPattern == scale[0].bitPattern }), bias.allSatisfy({ $0.bitPattern == bias[0].bitPattern }) {
             scale = [scale[0]]; bias = [bias[0]]
         }
-        if scale.count > 1 { blockShape[0] = 1 }
+        if scale.count > 1 { blockShape[axis] = 1 }
         do throws(WeightLayoutError) {
             return .affine(try AffineWeights(shape: shape, bits: bits, signed: signed, q: codes, blockShape: blockShape,
                                              scale: scale, bias: bias))

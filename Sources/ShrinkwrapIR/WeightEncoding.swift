@@ -444,3 +444,64 @@ extension WeightEncoding {
         }
     }
 }
+
+extension WeightEncoding {
+    /// Rows `range` of axis 0 (one gate of a stacked recurrent weight, one
+    /// direction's slice), keeping the encoding: codes and indices are cut,
+    /// scales and tables that vary along axis 0 are cut with them. Blocks or
+    /// groups along axis 0 must not straddle the cut.
+    public func rows(_ range: Range<Int>) throws(WeightLayoutError) -> WeightEncoding {
+        let shape = self.shape
+        guard let d0 = shape.first, range.lowerBound >= 0, range.upperBound <= d0 else {
+            throw WeightLayoutError("rows \(range) outside shape \(shape)")
+        }
+        let inner = shape.dropFirst().reduce(1, *)
+        let elements = (range.lowerBound * inner)..<(range.upperBound * inner)
+        var newShape = shape
+        newShape[0] = range.count
+        /// The runs of `size`-row blocks along axis 0 that `range` covers, or nil when a block straddles its ends.
+        func blockRange(_ size: Int) -> Range<Int>? {
+            guard range.lowerBound % size == 0, range.upperBound % size == 0 || range.upperBound == d0 else { return nil }
+            return (range.lowerBound / size)..<((range.upperBound + size - 1) / size)
+        }
+        switch self {
+        case .dense(let t):
+            switch t.storage {
+            case .float(let a): return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: .float(Array(a[elements]))))
+            case .int(let a): return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: .int(Array(a[elements]))))
+            case .bool(let a): return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: .bool(Array(a[elements]))))
+            }
+        case .float16(let h):
+            return .float16(try Float16Weights(shape: newShape, bits: Array(h.bits[elements])))
+        case .affine(let a):
+            var blockShape = a.blockShape
+            var scale = a.scale, bias = a.bias
+            if a.blockShape[0] >= d0 {
+                blockShape[0] = max(range.count, 1)
+            } else {
+                guard let blocks = blockRange(a.blockShape[0]) else {
+                    throw WeightLayoutError("rows \(range) cut through blocks of \(a.blockShape[0]) rows")
+                }
+                let per = a.scaleShape.dropFirst().reduce(1, *)
+                scale = Array(a.scale[(blocks.lowerBound * per)..<(blocks.upperBound * per)])
+                bias = Array(a.bias[(blocks.lowerBound * per)..<(blocks.upperBound * per)])
+            }
+            return .affine(try AffineWeights(shape: newShape, bits: a.bits, signed: a.signed, q: Array(a.q[elements]),
+                                             blockShape: blockShape, scale: scale, bias: bias))
+        case .palette(let p):
+            var lut = p.lut, groupSize = p.groupSize
+            if p.axis == 0 {
+                if p.lut.count == 1 {
+                    groupSize = max(range.count, 1)
+                } else {
+                    guard let groups = blockRange(p.groupSize) else {
+                        throw WeightLayoutError("rows \(range) cut through groups of \(p.groupSize) rows")
+                    }
+                    lut = Array(p.lut[groups])
+                }
+            }
+            return .palette(try PaletteWeights(shape: newShape, bits: p.bits, indices: Array(p.indices[elements]), lut: lut,
+                                               axis: p.axis, groupSize: groupSize))
+        }
+    }
+}

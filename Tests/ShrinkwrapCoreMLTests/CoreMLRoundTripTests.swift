@@ -176,3 +176,30 @@ extension CoreMLRoundTripTests {
         XCTAssertEqual(again.description_p.predictedProbabilitiesName, d.predictedProbabilitiesName)
     }
 }
+
+extension CoreMLRoundTripTests {
+    /// The whole matrix — every light model × linear / linear-lut / kmeans-lut × 1…8 bits — takes
+    /// long on the big models (vgg19, zfnet, alexnet), so it runs from `make test-coreml-matrix`
+    /// (SHRINKWRAP_FULL_MATRIX=1), not from `make test`, which covers every model in float32 /
+    /// fp16 / linear 8 and two models in every mode.
+    func testFullMatrixEveryLightModelEveryModeAndWidth() throws {
+        guard ProcessInfo.processInfo.environment["SHRINKWRAP_FULL_MATRIX"] == "1" else {
+            throw XCTSkip("SKIPPED: the full Core ML round-trip matrix runs from `make test-coreml-matrix` (SHRINKWRAP_FULL_MATRIX=1)")
+        }
+        for m in try lightModels() {
+            let started = Date()
+            let g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+            let inputs = try ModelRunner.syntheticInputs(graph: g, seed: 13)
+            var worst = 0.0
+            for mode in ["linear", "linear-lut", "kmeans-lut"] {
+                for bits in 1...8 {
+                    var q = g
+                    _ = try CompressWeights.run(&q, plan: try plan(mode, bits: bits), threads: 2)
+                    let (_, err) = try Self.roundTrip(q, label: "\(m) \(mode) \(bits)", inputs: inputs)
+                    worst = max(worst, err)
+                }
+            }
+            print("full matrix \(m): 24 configurations, worst relative error \(worst), \(Int(Date().timeIntervalSince(started))) s")
+        }
+    }
+}

@@ -116,3 +116,40 @@ final class WeightTransposeTests: XCTestCase {
         XCTAssertThrowsError(try dense.transposed([0, 0, 1]))
     }
 }
+
+final class WeightRowsTests: XCTestCase {
+    /// Every encoding cut along axis 0 decodes to the same rows of the decoded weight.
+    func testEveryEncodingCutsRowsExactly() throws {
+        let shape = [6, 2, 2]
+        let n = 24
+        let dense = WeightEncoding.dense(Tensor((0..<n).map { Float($0) * 0.5 - 3 }, shape: shape))
+        let fp16 = WeightEncoding.float16(try Float16Weights(shape: shape, bits: (0..<n).map { UInt16(0x3C00 + $0) }))
+        let perRow = WeightEncoding.affine(try AffineWeights(
+            shape: shape, bits: 4, signed: false, q: (0..<n).map { Int16($0 % 16) }, blockShape: [1, 2, 2],
+            scale: (0..<6).map { Float($0 + 1) }, bias: (0..<6).map { Float($0) * -0.25 }))
+        let perTensor = WeightEncoding.affine(try AffineWeights(
+            shape: shape, bits: 3, signed: true, q: (0..<n).map { Int16($0 % 8 - 4) }, blockShape: [6, 2, 2], scale: [0.5], bias: [0]))
+        let perColumn = WeightEncoding.affine(try AffineWeights(
+            shape: shape, bits: 8, signed: false, q: (0..<n).map { Int16($0 * 9 % 256) }, blockShape: [6, 1, 2],
+            scale: [0.1, 0.2], bias: [1, 2]))
+        let grouped = WeightEncoding.palette(try PaletteWeights(
+            shape: shape, bits: 2, indices: (0..<n).map { UInt8($0 % 4) }, lut: [[0, 1, 2, 3], [10, 11, 12, 13], [20, 21, 22, 23]],
+            axis: 0, groupSize: 2))
+        let one = WeightEncoding.palette(try PaletteWeights(
+            shape: shape, bits: 1, indices: (0..<n).map { UInt8($0 % 2) }, lut: [[-1, 1]], axis: 0, groupSize: 6))
+        let all = dense.decoded().floats ?? []
+        for e in [dense, fp16, perRow, perTensor, perColumn, grouped, one] {
+            let full = e.decoded().floats ?? []
+            for r in [0..<2, 2..<4, 4..<6, 0..<6] {
+                let cut = try e.rows(r)
+                XCTAssertEqual(cut.shape, [r.count, 2, 2])
+                XCTAssertEqual(cut.kind, e.kind)
+                XCTAssertEqual(cut.decoded().floats, Array(full[(r.lowerBound * 4)..<(r.upperBound * 4)]), "\(e.kind) \(r)")
+            }
+        }
+        XCTAssertEqual(all.count, n)
+        XCTAssertThrowsError(try grouped.rows(1..<3), "a cut through a group of rows")
+        XCTAssertThrowsError(try dense.rows(4..<7))
+        XCTAssertEqual(try perRow.rows(3..<4).decoded().floats, Array((perRow.decoded().floats ?? [])[12..<16]))
+    }
+}
