@@ -186,17 +186,23 @@ extension CoreMLRoundTripTests {
         guard ProcessInfo.processInfo.environment["SHRINKWRAP_FULL_MATRIX"] == "1" else {
             throw XCTSkip("SKIPPED: the full Core ML round-trip matrix runs from `make test-coreml-matrix` (SHRINKWRAP_FULL_MATRIX=1)")
         }
-        for m in try lightModels() {
+        // Smallest first, so that a partial run still covers most models.
+        func size(_ m: String) -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: Self.modelDir.appendingPathComponent(m).path))?[.size] as? Int) ?? 0
+        }
+        for m in try lightModels().sorted(by: { (size($0), $0) < (size($1), $1) }) {
             let started = Date()
             let g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
             let inputs = try ModelRunner.syntheticInputs(graph: g, seed: 13)
             var worst = 0.0
             for mode in ["linear", "linear-lut", "kmeans-lut"] {
                 for bits in 1...8 {
+                    let t0 = Date()
                     var q = g
                     _ = try CompressWeights.run(&q, plan: try plan(mode, bits: bits), threads: 2)
                     let (_, err) = try Self.roundTrip(q, label: "\(m) \(mode) \(bits)", inputs: inputs)
                     worst = max(worst, err)
+                    print("full matrix \(m) \(mode) \(bits): rel \(err), \(Int(Date().timeIntervalSince(t0))) s")
                 }
             }
             print("full matrix \(m): 24 configurations, worst relative error \(worst), \(Int(Date().timeIntervalSince(started))) s")
