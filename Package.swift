@@ -18,6 +18,7 @@ let package = Package(
         .target(name: "ShrinkwrapIR"),
         .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
+        .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR"]),
         .target(
             name: "ONNXSchema",
             dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -58,6 +59,7 @@ let package = Package(
         ),
         .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
+        .testTarget(name: "ShrinkwrapReportTests", dependencies: ["ShrinkwrapReport", "ShrinkwrapIR"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v5]
 )
