@@ -12,7 +12,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix demo bench schemas schemas-check testdata clean
+.PHONY: help deps venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep demo bench schemas schemas-check testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -92,6 +92,7 @@ test: deps venv testdata schemas-check build ## build, run every test suite and 
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
+	$(MAKE) --no-print-directory test-gates crosscheck-sweep
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
@@ -118,17 +119,49 @@ crosscheck-compression: deps venv testdata build ## k-means SSE vs coremltools o
 # --- demo and bench ---------------------------------------------------------
 DEMO_MODEL := $(TESTDATA)/models/light_squeezenet.onnx
 
-demo: deps venv testdata build ## inspect and run a sample model
+demo: deps venv testdata build ## inspect and run a sample model, then sweep its compression (reports in out/demo)
 	$(BIN) inspect $(DEMO_MODEL)
 	mkdir -p out/demo
 	$(PY) -c "import numpy as np; np.save('out/demo/input.npy', np.random.default_rng(0).random((1,3,224,224), dtype=np.float32))"
 	$(BIN) run $(DEMO_MODEL) --input out/demo/input.npy --output-dir out/demo
+	$(MAKE) --no-print-directory out/demo/sweep.md
 
-bench: deps venv testdata build ## inference ms vs onnxruntime; compression seconds vs coremltools (light_resnet50; ~10 min)
+# 32 image-like inputs (uniform noise until the bundled samples land), one .npy each.
+out/demo/data/.stamp: Scripts/make_npy_inputs.py | venv
+	$(PY) Scripts/make_npy_inputs.py out/demo/data --count 32 --shape 1,3,224,224 --seed 0
+	touch $@
+
+out/demo/sweep.md: $(DEMO_MODEL) out/demo/data/.stamp $(BIN)
+	$(BIN) sweep $(DEMO_MODEL) --data out/demo/data --report out/demo/sweep.json --report out/demo/sweep.csv \
+	  --report out/demo/sweep.html --report $@.tmp.md --dump-weights out/demo/weights
+	mv $@.tmp.md $@
+
+# The quality gates' exit codes: 0 when met, 3 when not (after the report is written).
+test-gates: deps venv testdata build out/demo/data/.stamp
+	$(BIN) compare $(DEMO_MODEL) $(DEMO_MODEL) --data out/demo/data --min-agreement 100 --min-cosine 0.999999 --quiet
+	@$(BIN) compare $(DEMO_MODEL) $(DEMO_MODEL) --data out/demo/data --min-psnr 1000 --report out/demo/gate.json --quiet; \
+	  code=$$?; test $$code -eq 0 || { echo "identical models failed a PSNR gate (exit $$code)"; exit 1; }
+	@$(BIN) sweep $(DEMO_MODEL) --data out/demo/data --modes linear --bits 1 --min-agreement 100 --report out/demo/gate-sweep.json --quiet > /dev/null; \
+	  code=$$?; test $$code -eq 3 || { echo "expected exit 3 from an unmet sweep gate, got $$code"; exit 1; }; \
+	  test -s out/demo/gate-sweep.json || { echo "the gate did not write its report first"; exit 1; }
+	@$(BIN) compare $(DEMO_MODEL) $(DEMO_MODEL) --data out/demo/data --min-agrement 1 > /dev/null 2>&1; \
+	  code=$$?; test $$code -ne 0 -a $$code -ne 3 || { echo "a usage error must not look like a gate failure (exit $$code)"; exit 1; }
+	@echo "test-gates: exit codes 0 / 3 / usage as documented"
+
+# onnxruntime re-derives the agreement of two sweep variants from the dumped weights.
+crosscheck-sweep: out/demo/sweep.md
+	$(PY) Scripts/sweep_crosscheck.py --model $(DEMO_MODEL) --data out/demo/data --report out/demo/sweep.json \
+	  --weights out/demo/weights --variants linear-4,kmeans-lut-2,linear-lut-1
+
+bench: deps venv testdata build ## inference ms vs onnxruntime; compression seconds vs coremltools; a full sweep (~15 min)
 	$(PY) Scripts/bench.py --shrinkwrap $(BIN) --runs 20 --threads 2 $(TESTDATA)/models/light_resnet50.onnx $(TESTDATA)/models/light_squeezenet.onnx
 	@echo "== compressing every weight of light_resnet50: shrinkwrap vs coremltools, same tensors, same run =="
 	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --threads 2 --modes fp16,linear,linear-lut,kmeans-lut --bits 8,4 \
 	  $(TESTDATA)/models/light_resnet50.onnx
+	@echo "== a full sweep: fp16 + 3 modes x 8/4/2/1 bits, agreement over 200 inputs, light_squeezenet =="
+	$(PY) Scripts/make_npy_inputs.py out/bench/data --count 200 --shape 1,3,224,224 --seed 1
+	@start=$$(date +%s.%N); $(BIN) sweep $(DEMO_MODEL) --data out/bench/data --quiet --report out/bench/sweep.json > out/bench/sweep.md && \
+	  end=$$(date +%s.%N) && echo "sweep of light_squeezenet (13 variants, 200 inputs): $$($(PY) -c "print(round($$end - $$start, 1))") s wall" && head -12 out/bench/sweep.md
 
 clean: ## remove build products, generated test data and reports
 	rm -rf .build $(TOOLS) $(TESTDATA) out

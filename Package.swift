@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "ShrinkwrapIR"),
         .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
-        .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR"]),
+        .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
         .target(
             name: "ONNXSchema",
             dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -37,10 +37,10 @@ let package = Package(
             name: "ShrinkwrapCoreML",
             dependencies: ["ShrinkwrapIR", "CoreMLSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
-        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML"]),
+        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapReport"]),
         .executableTarget(
             name: "ShrinkwrapCLI",
-            dependencies: ["Shrinkwrap", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Shrinkwrap", "ShrinkwrapReport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "ShrinkwrapTestSupport", path: "Tests/ShrinkwrapTestSupport"),
         .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapTestSupport"]),
@@ -57,7 +57,7 @@ let package = Package(
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["conformance-exclusions.txt"]
         ),
-        .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX"]),
+        .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
         .testTarget(name: "ShrinkwrapReportTests", dependencies: ["ShrinkwrapReport", "ShrinkwrapIR"], exclude: ["Golden"]),
     ],

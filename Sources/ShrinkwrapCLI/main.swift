@@ -16,7 +16,7 @@ struct ShrinkwrapCommand: ParsableCommand {
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
         version: Shrinkwrap.version,
-        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self]
+        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, Compare.self]
     )
 
     /// Runs the command; a `UserFacingError` becomes one line on stderr and

@@ -1,0 +1,138 @@
+import Foundation
+import ShrinkwrapCompression
+import ShrinkwrapIR
+import ShrinkwrapReport
+import ShrinkwrapRuntime
+
+/// What `shrinkwrap sweep` varies and keeps.
+public struct SweepOptions: Sendable {
+    /// fp16 runs once (16 bits); the other modes once per width.
+    public var modes = ["fp16", "linear", "linear-lut", "kmeans-lut"]
+    public var bits = [8, 4, 2, 1]
+    public var granularity: String?
+    public var minElements: Int?
+    /// Write every variant here (as `outFormat`), and measure file sizes.
+    public var outDir: String?
+    /// Extension of the written variants (default: the model's own format when it can be written, else mlmodel).
+    public var outFormat: String?
+    public var threads: Int?
+    /// Inputs whose intermediate values feed the per-layer table.
+    public var layerSamples = 4
+    public var labels: [String] = []
+    /// Write every variant's decoded compressed weights here (DIR/MODE-BITS/k.npy + manifest.json), for
+    /// independent re-runs (Scripts/sweep_crosscheck.py).
+    public var dumpWeightsDir: String?
+
+    public init() {}
+}
+
+/// One report line of progress (variants done, inputs per second, ETA).
+public typealias SweepProgress = @Sendable (String) -> Void
+
+public enum Sweep {
+    public struct Error: UserFacingError { public let description: String }
+
+    /// The variants the options ask for, in report order.
+    public static func variants(_ o: SweepOptions) throws -> [(mode: String, bits: Int)] {
+        var out: [(String, Int)] = []
+        for m in o.modes {
+            let codec = try WeightCodecs.codec(named: m)
+            if codec.bitWidths == nil {
+                out.append((m, m == "fp16" ? 16 : 0))
+            } else {
+                for b in o.bits {
+                    guard codec.bitWidths?.contains(b) == true else { throw Error(description: "--bits \(b) is outside what \(m) takes") }
+                    out.append((m, b))
+                }
+            }
+        }
+        guard !out.isEmpty else { throw Error(description: "no variants: give --modes and --bits") }
+        return out
+    }
+
+    /// Builds every variant of the model at `path`, runs the reference once and each variant once over
+    /// `inputs`, and returns the report (and writes the variants to `outDir` when asked).
+    public static func run(model path: String, inputs: [[String: Tensor]], data: DataInfo, options o: SweepOptions,
+                           progress: SweepProgress? = nil) throws -> SweepReport {
+        let url = URL(fileURLWithPath: path)
+        let fileData = try Data(contentsOf: url, options: .mappedIfSafe)
+        let graph = try Shrinkwrap.load(path)
+        let plan = try variants(o)
+        let started = Date()
+        let runner = try AgreementRunner(reference: graph, inputs: inputs, labels: o.labels.isEmpty ? graph.metadata.labels : o.labels,
+                                         layerSamples: o.layerSamples, threads: o.threads)
+        progress?("reference: \(inputs.count) inputs in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        var outFormat: ModelFormat? = nil
+        if let dir = o.outDir {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let ext = o.outFormat ?? (ModelFormats.format(for: url)?.exporter != nil ? url.pathExtension : "mlmodel")
+            guard let f = ModelFormats.all.first(where: { $0.extensions.contains(ext.lowercased()) }), f.exporter != nil else {
+                throw Error(description: "cannot write .\(ext) variants")
+            }
+            outFormat = f
+        }
+        var result: [Variant] = []
+        for (k, v) in plan.enumerated() {
+            let t0 = Date()
+            var s = CompressionSettings()
+            s.mode = v.mode
+            s.bits = v.mode == "fp16" ? nil : v.bits
+            s.granularity = o.granularity
+            s.minElements = o.minElements
+            var g = graph
+            let log = try Shrinkwrap.compress(&g, plan: try s.plan(), threads: o.threads)
+            var fileBytes: Int? = nil
+            var file: String? = nil
+            if let dir = o.outDir, let f = outFormat, let export = f.exporter {
+                let base = url.deletingPathExtension().lastPathComponent
+                let out = URL(fileURLWithPath: dir).appendingPathComponent("\(base).\(variantTag(v)).\(f.extensions[0])")
+                let bytes = try export(g)
+                try AtomicFile.write(bytes, to: out, protecting: [url])
+                fileBytes = bytes.count
+                file = out.path
+            }
+            if let dump = o.dumpWeightsDir { try dumpWeights(g, to: URL(fileURLWithPath: dump).appendingPathComponent(variantTag(v))) }
+            let (outputs, layers) = try runner.compare(g)
+            let granularity = try o.granularity ?? WeightCodecs.defaultGranularity(try WeightCodecs.codec(named: v.mode)).description
+            result.append(Variant(mode: v.mode, bits: v.bits, granularity: granularity, size: size(g, fileBytes: fileBytes),
+                                  outputs: outputs, layers: layers,
+                                  skipped: log.entries.compactMap { e in e.skipped.map { SkippedWeight(name: e.name, reason: $0) } },
+                                  file: file))
+            let rate = Double(inputs.count) / max(Date().timeIntervalSince(t0), 1e-9)
+            let elapsed = Date().timeIntervalSince(started)
+            let eta = elapsed / Double(k + 1) * Double(plan.count - k - 1)
+            progress?(String(format: "variant %d/%d %@ %d: %.1f inputs/s, ETA %.0f s", k + 1, plan.count, v.mode, v.bits, rate, eta))
+        }
+        var options: [String: String] = [
+            "modes": o.modes.joined(separator: ","), "bits": o.bits.map(String.init).joined(separator: ","),
+            "layer_samples": String(o.layerSamples),
+        ]
+        if let g = o.granularity { options["granularity"] = g }
+        if let m = o.minElements { options["min_elements"] = String(m) }
+        return SweepReport(tool: "shrinkwrap \(Shrinkwrap.version)",
+                           model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
+                           data: data, options: options, reference: size(graph, fileBytes: fileData.count), variants: result)
+    }
+
+    static func variantTag(_ v: (mode: String, bits: Int)) -> String { v.mode == "fp16" ? "fp16" : "\(v.mode)-\(v.bits)" }
+
+    /// Decoded compressed weights as .npy files with a manifest [{"name", "file"}].
+    static func dumpWeights(_ g: Graph, to dir: URL) throws {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var manifest: [[String: String]] = []
+        for c in g.constants where c.encoding.isCompressed {
+            let file = "\(manifest.count).npy"
+            try AtomicFile.write(NPY.encode(c.encoding.decoded()), to: dir.appendingPathComponent(file))
+            manifest.append(["name": c.name, "file": file])
+        }
+        let json = try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys])
+        try AtomicFile.write(json, to: dir.appendingPathComponent("manifest.json"))
+    }
+
+    /// Weight bytes as stored (packed codes, scales, tables) and the number of weight elements.
+    static func size(_ g: Graph, fileBytes: Int?) -> SizeInfo {
+        let floats = g.constants.filter { $0.encoding.dtype.isFloatingPoint }
+        return SizeInfo(fileBytes: fileBytes, weightBytes: floats.reduce(0) { $0 + $1.encoding.storageBytes },
+                        weightCount: floats.reduce(0) { $0 + $1.encoding.count })
+    }
+}

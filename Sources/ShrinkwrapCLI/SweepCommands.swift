@@ -1,0 +1,240 @@
+import ArgumentParser
+import Foundation
+import Shrinkwrap
+import ShrinkwrapIR
+import ShrinkwrapReport
+
+/// Exit code of a quality gate that failed (the report is written first).
+let gateFailedExitCode: Int32 = 3
+
+/// Where the inputs come from: files, or seeded random data (marked in every report).
+struct DataFlags: ParsableArguments {
+    @Option(name: .customLong("data"), help: "Input data: a folder or list of .npy / .npz files; NAME=PATH for multi-input models. Repeat for several.")
+    var data: [String] = []
+
+    @Option(help: "No data: N seeded random inputs (a last resort; every report says so loudly).")
+    var random: Int?
+
+    @Option(help: "Seed of --random.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Class labels, one per line (default: the model's own).")
+    var labels: String?
+
+    func load(graph: Graph) throws -> InputSet {
+        if let n = random {
+            guard data.isEmpty else { throw CLIError(description: "give --data or --random, not both") }
+            guard n >= 1 else { throw CLIError(description: "--random needs at least 1 input") }
+            return try InputData.random(count: n, seed: seed, graph: graph)
+        }
+        guard !data.isEmpty else { throw CLIError(description: "give --data FOLDER|FILES (or --random N as a last resort)") }
+        return try InputData.load(data, graph: graph)
+    }
+
+    func labelList() throws -> [String] { try labels.map { try Shrinkwrap.loadLabels($0) } ?? [] }
+
+    func info(_ set: InputSet) -> DataInfo {
+        DataInfo(description: set.description, count: set.samples.count, sha256: set.sha256, random: set.random)
+    }
+}
+
+/// Quality gates: the report is written, then the exit code says whether the candidate is good enough.
+struct GateFlags: ParsableArguments {
+    @Option(name: .customLong("min-agreement"), help: "Fail (exit 3) when top-1 agreement of the first output is below this percent.")
+    var minAgreement: Double?
+
+    @Option(name: .customLong("min-cosine"), help: "Fail (exit 3) when the mean cosine similarity of any output is below this.")
+    var minCosine: Double?
+
+    @Option(name: .customLong("min-psnr"), help: "Fail (exit 3) when the PSNR (dB) of any output is below this.")
+    var minPSNR: Double?
+
+    var any: Bool { minAgreement != nil || minCosine != nil || minPSNR != nil }
+
+    /// Why `outputs` fall short of the gates (empty: they pass).
+    func shortfalls(_ outputs: [OutputMetrics]) -> [String] {
+        var why: [String] = []
+        if let m = minAgreement, let first = outputs.first {
+            if let a = first.top1Agreement {
+                if a < m { why.append(String(format: "top-1 agreement %.2f%% < %.2f%% (output '%@')", a, m, first.name)) }
+            } else {
+                why.append("output '\(first.name)' is not a class-score vector; --min-agreement does not apply (use --min-cosine)")
+            }
+        }
+        for o in outputs {
+            if let m = minCosine, o.meanCosine < m { why.append(String(format: "mean cosine %.6f < %.6f (output '%@')", o.meanCosine, m, o.name)) }
+            if let m = minPSNR, let p = o.psnrDB, p < m { why.append(String(format: "PSNR %.2f dB < %.2f dB (output '%@')", p, m, o.name)) }
+        }
+        return why
+    }
+}
+
+/// Writes the report in the format each file's extension names (.md, .json, .csv, .html).
+func writeReports(_ report: SweepReport, to files: [String], protecting inputs: [String]) throws {
+    for f in files {
+        let ext = URL(fileURLWithPath: f).pathExtension.lowercased()
+        guard let format = ReportFormat.allCases.first(where: { $0.fileExtension == ext }) else {
+            throw CLIError(description: "\(f): report files end in .md, .json, .csv or .html")
+        }
+        try AtomicFile.write(Data(SweepRenderer.render(report, as: format).utf8), to: URL(fileURLWithPath: f),
+                             protecting: inputs.map { URL(fileURLWithPath: $0) })
+    }
+}
+
+func progressLine(_ quiet: Bool) -> SweepProgress? {
+    quiet ? nil : { line in FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
+}
+
+struct SweepCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sweep",
+        abstract: "Compress a model at every mode and width, and report size against agreement with the original.",
+        discussion: """
+        Runs the original once and every variant once over the data, then prints the Markdown table \
+        (rows = bits, per mode: % size reduction and % of inputs whose top-1 prediction matches) \
+        and writes --report files. With a gate, exits 3 when no variant meets it.
+        """)
+
+    @Argument(help: "The model file.")
+    var model: String
+
+    @OptionGroup var data: DataFlags
+
+    @Option(help: "Modes, comma-separated.")
+    var modes = "fp16,linear,linear-lut,kmeans-lut"
+
+    @Option(help: "Bit widths of the non-fp16 modes, comma-separated.")
+    var bits = "8,4,2,1"
+
+    @Option(help: "Granularity for every mode (default: each mode's own).")
+    var granularity: String?
+
+    @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
+    var minElements: Int?
+
+    @Option(name: .customLong("out-dir"), help: "Write every variant here (and report file sizes).")
+    var outDir: String?
+
+    @Option(name: .customLong("out-format"), help: "Extension of the written variants (default: the model's, else mlmodel).")
+    var outFormat: String?
+
+    @Option(name: .customLong("report"), help: "Report file(s): .md, .json, .csv, .html. Repeat for several.")
+    var reports: [String] = []
+
+    @Option(name: .customLong("dump-weights"), help: "Write each variant's decoded compressed weights here (for independent re-runs).")
+    var dumpWeights: String?
+
+    @Option(name: .customLong("layer-samples"), help: "Inputs whose intermediate values feed the per-layer table.")
+    var layerSamples = 4
+
+    @Option(help: "Worker threads (default: all cores).")
+    var threads: Int?
+
+    @Flag(help: "No progress on stderr.")
+    var quiet = false
+
+    @OptionGroup var gates: GateFlags
+
+    func run() throws {
+        let graph = try Shrinkwrap.load(model)
+        let set = try data.load(graph: graph)
+        var o = SweepOptions()
+        o.modes = modes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        o.bits = try bits.split(separator: ",").map {
+            guard let b = Int($0.trimmingCharacters(in: .whitespaces)) else { throw CLIError(description: "--bits: '\($0)' is not a number") }
+            return b
+        }
+        o.granularity = granularity
+        o.minElements = minElements
+        o.outDir = outDir
+        o.outFormat = outFormat
+        o.threads = threads
+        o.layerSamples = layerSamples
+        o.labels = try data.labelList()
+        o.dumpWeightsDir = dumpWeights
+        if set.random && !quiet { FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8)) }
+        let report = try Sweep.run(model: model, inputs: set.samples, data: data.info(set), options: o, progress: progressLine(quiet))
+        try writeReports(report, to: reports, protecting: [model] + data.data)
+        print(SweepRenderer.markdown(report), terminator: "")
+        if gates.any {
+            let passing = report.variants.filter { gates.shortfalls($0.outputs).isEmpty }
+            if passing.isEmpty {
+                FileHandle.standardError.write(Data("shrinkwrap: quality gate: no variant passes\n".utf8))
+                Foundation.exit(gateFailedExitCode)
+            }
+            let best = passing.max { $0.reductionPercent(vs: report.reference) < $1.reductionPercent(vs: report.reference) }
+            if let best, !quiet {
+                FileHandle.standardError.write(Data("shrinkwrap: quality gate: \(passing.count) of \(report.variants.count) variants pass; smallest: \(best.label)\n".utf8))
+            }
+        }
+    }
+}
+
+struct Compare: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compare two models (any supported formats, same inputs and outputs) over the same data.",
+        discussion: "Prints the agreement per output; with a gate, exits 3 when the candidate falls short (after writing --report).")
+
+    @Argument(help: "The reference model.")
+    var reference: String
+
+    @Argument(help: "The candidate model.")
+    var candidate: String
+
+    @OptionGroup var data: DataFlags
+
+    @Option(name: .customLong("report"), help: "Report file(s): .md, .json, .csv, .html. Repeat for several.")
+    var reports: [String] = []
+
+    @Option(name: .customLong("layer-samples"), help: "Inputs whose intermediate values feed the per-layer table (same node names only).")
+    var layerSamples = 4
+
+    @Option(help: "Worker threads (default: all cores).")
+    var threads: Int?
+
+    @Flag(help: "No progress on stderr.")
+    var quiet = false
+
+    @OptionGroup var gates: GateFlags
+
+    func run() throws {
+        let ref = try Shrinkwrap.load(reference)
+        let cand = try Shrinkwrap.load(candidate)
+        let set = try data.load(graph: ref)
+        if set.random && !quiet { FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8)) }
+        let labels = try data.labelList()
+        let runner = try AgreementRunner(reference: ref, inputs: set.samples, labels: labels.isEmpty ? ref.metadata.labels : labels,
+                                         layerSamples: layerSamples, threads: threads)
+        let (outputs, layers) = try runner.compare(cand)
+        func size(_ g: Graph, _ path: String) -> SizeInfo {
+            let floats = g.constants.filter { $0.encoding.dtype.isFloatingPoint }
+            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+            return SizeInfo(fileBytes: bytes, weightBytes: floats.reduce(0) { $0 + $1.encoding.storageBytes },
+                            weightCount: floats.reduce(0) { $0 + $1.encoding.count })
+        }
+        let refData = try Data(contentsOf: URL(fileURLWithPath: reference), options: .mappedIfSafe)
+        let report = SweepReport(
+            tool: "shrinkwrap \(Shrinkwrap.version)",
+            model: ModelInfo(file: URL(fileURLWithPath: reference).lastPathComponent, sha256: SHA256.hex(refData), format: ref.sourceFormat),
+            data: data.info(set), options: ["candidate": URL(fileURLWithPath: candidate).lastPathComponent],
+            reference: size(ref, reference),
+            variants: [Variant(mode: "candidate", bits: 0, granularity: URL(fileURLWithPath: candidate).lastPathComponent,
+                               size: size(cand, candidate), outputs: outputs, layers: layers, file: candidate)])
+        try writeReports(report, to: reports, protecting: [reference, candidate] + data.data)
+        for o in outputs {
+            var line = "\(o.name): \(o.inputs) inputs"
+            if let a = o.top1Agreement { line += String(format: ", top-1 agreement %.2f%%", a) }
+            if let a = o.top5Agreement { line += String(format: ", top-5 %.2f%%", a) }
+            line += String(format: ", cosine mean %.6f min %.6f", o.meanCosine, o.minCosine)
+            line += o.psnrDB.map { String(format: ", PSNR %.2f dB", $0) } ?? ", identical"
+            line += String(format: ", max |err| %.3g", o.maxAbsError)
+            print(line)
+            for f in o.flips.prefix(5) { print("  \(f.reference) → \(f.candidate): \(f.count)") }
+        }
+        let why = gates.shortfalls(outputs)
+        if !why.isEmpty {
+            FileHandle.standardError.write(Data("shrinkwrap: quality gate failed: \(why.joined(separator: "; "))\n".utf8))
+            Foundation.exit(gateFailedExitCode)
+        }
+    }
+}

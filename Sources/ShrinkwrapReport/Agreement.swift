@@ -1,0 +1,105 @@
+import Foundation
+import ShrinkwrapIR
+import ShrinkwrapRuntime
+
+/// Runs a reference model once over the inputs and any number of candidates
+/// against it: output agreement (`OutputMetrics`) and, on the first few
+/// inputs, per-layer error (`LayerMetrics`): how far each weight moved
+/// (weight SQNR) and how far each layer's output drifted (output SQNR, from
+/// the interpreter's intermediate values), so the first layer that breaks
+/// stands out.
+///
+/// The reference's outputs are kept for every input (they are small); its
+/// intermediate values only for the first `layerSamples` inputs.
+public final class AgreementRunner {
+    public let reference: Graph
+    public let labels: [String]
+    public let layerSamples: Int
+    let inputs: [[String: Tensor]]
+    let threads: Int?
+    /// Reference outputs per input.
+    var outputs: [[String: Tensor]] = []
+    /// Reference intermediate values (node name → first float output) for the first inputs.
+    var activations: [[String: [Float]]] = []
+
+    public struct Error: UserFacingError {
+        public let description: String
+    }
+
+    /// Runs the reference over `inputs`.
+    public init(reference: Graph, inputs: [[String: Tensor]], labels: [String] = [], layerSamples: Int = 4, threads: Int? = nil,
+                progress: ((Int) -> Void)? = nil) throws {
+        guard !inputs.isEmpty else { throw Error(description: "no inputs to compare on") }
+        self.reference = reference
+        self.inputs = inputs
+        self.labels = labels
+        self.layerSamples = max(0, min(layerSamples, inputs.count))
+        self.threads = threads
+        let interpreter = try Interpreter(graph: reference, options: .init(threads: threads))
+        for (k, sample) in inputs.enumerated() {
+            if k < self.layerSamples {
+                var seen: [String: [Float]] = [:]
+                outputs.append(try interpreter.run(sample) { node, outs in
+                    if let f = outs.first?.floats, !node.name.isEmpty { seen[node.name] = f }
+                })
+                activations.append(seen)
+            } else {
+                outputs.append(try interpreter.run(sample))
+            }
+            progress?(k + 1)
+        }
+    }
+
+    /// Compares `candidate` (same inputs and outputs; for per-layer numbers, the same node names) with the reference.
+    public func compare(_ candidate: Graph, progress: ((Int) -> Void)? = nil) throws -> (outputs: [OutputMetrics], layers: [LayerMetrics]) {
+        let names = reference.outputs.map(\.name)
+        for n in names where !candidate.outputs.contains(where: { $0.name == n }) {
+            throw Error(description: "the candidate has no output '\(n)' (it has \(candidate.outputs.map(\.name)))")
+        }
+        let interpreter = try Interpreter(graph: candidate, options: .init(threads: threads))
+        var acc = names.map { MetricsAccumulator(name: $0, labels: labels) }
+        // Per node: Σ ref², Σ err² over the layer samples.
+        var signal: [String: Double] = [:], noise: [String: Double] = [:]
+        for (k, sample) in inputs.enumerated() {
+            let got: [String: Tensor]
+            if k < layerSamples {
+                let ref = activations[k]
+                got = try interpreter.run(sample) { node, outs in
+                    guard let r = ref[node.name], let c = outs.first?.floats, c.count == r.count else { return }
+                    var s = 0.0, e = 0.0
+                    for i in 0..<r.count {
+                        let a = Double(r[i]), d = a - Double(c[i])
+                        s += a * a; e += d * d
+                    }
+                    signal[node.name, default: 0] += s
+                    noise[node.name, default: 0] += e
+                }
+            } else {
+                got = try interpreter.run(sample)
+            }
+            for (i, n) in names.enumerated() {
+                guard let r = outputs[k][n], let c = got[n] else { throw Error(description: "output '\(n)' missing for input \(k)") }
+                try acc[i].add(reference: r, candidate: c)
+            }
+            progress?(k + 1)
+        }
+        // Layers with a weight, in graph order.
+        var layers: [LayerMetrics] = []
+        for node in reference.nodes where !node.name.isEmpty {
+            let weight = node.inputs.first { name in
+                guard let c = reference.constant(named: name), c.encoding.dtype.isFloatingPoint else { return false }
+                return c.encoding.count > 1
+            }
+            guard let weight, let ref = reference.constant(named: weight) else { continue }
+            var wSQNR: Double? = nil
+            if let cand = candidate.constant(named: weight), cand.encoding != ref.encoding,
+               let a = ref.encoding.decoded().floats, let b = cand.encoding.decoded().floats {
+                wSQNR = sqnrDB(reference: a, approximation: b)
+            }
+            var oSQNR: Double? = nil
+            if let s = signal[node.name], let e = noise[node.name], e > 0 { oSQNR = 10 * log10(s / e) }
+            layers.append(LayerMetrics(node: node.name, op: node.opType, weight: weight, weightSQNR: wSQNR, outputSQNR: oSQNR))
+        }
+        return (acc.map { $0.result() }, layers)
+    }
+}
