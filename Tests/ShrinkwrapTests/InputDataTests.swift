@@ -1,0 +1,909 @@
+import Foundation
+@testable import Shrinkwrap
+import ShrinkwrapIR
+import XCTest
+
+// MARK: - Shared helpers
+
+/// The committed numpy-made fixtures.
+private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/InputData")
+
+/// The project's venv python with numpy (SHRINKWRAP_TEST_PYTHON overrides it);
+/// tests that need it skip, loudly, when it is missing.
+private let venvPython = ProcessInfo.processInfo.environment["SHRINKWRAP_TEST_PYTHON"] ?? "/work/main/.venv/bin/python"
+
+private struct PythonFailed: Error, CustomStringConvertible { let description: String }
+
+private func requirePython() throws {
+    if !FileManager.default.isExecutableFile(atPath: venvPython) {
+        let message = "SKIPPED: \(venvPython) is missing, so numpy-generated cases are not tested"
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        throw XCTSkip(message)
+    }
+}
+
+/// Runs a python script (with numpy available) in `dir`; a failing script fails the test.
+private func runPython(_ script: String, in dir: URL) throws {
+    let scriptURL = dir.appendingPathComponent("gen.py")
+    try Data(script.utf8).write(to: scriptURL)
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: venvPython)
+    p.arguments = [scriptURL.path]
+    p.currentDirectoryURL = dir
+    let err = Pipe()
+    p.standardError = err
+    try p.run()
+    let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+        throw PythonFailed(description: "python fixture script failed (\(p.terminationStatus)): \(errText)")
+    }
+}
+
+private func makeTempDir() throws -> URL {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("shrinkwrap-inputdata-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir
+}
+
+/// The text of the error `body` throws ("no error" when it does not throw).
+private func errorText(_ body: () throws -> Void) -> String {
+    do { try body(); return "no error" } catch { return "\(error)" }
+}
+
+/// Test-local SplitMix64 for corrupting bytes.
+private struct TestRNG {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
+// MARK: - SHA-256
+
+final class SHA256Tests: XCTestCase {
+    func testStandardVectors() {
+        XCTAssertEqual(SHA256.hex([UInt8]()), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        XCTAssertEqual(SHA256.hex(Data("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),
+                       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        XCTAssertEqual(SHA256.hex([UInt8](repeating: 0x61, count: 1_000_000)),
+                       "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    func testIncrementalMatchesOneShotAtEveryBoundary() {
+        var rng = TestRNG(state: 7)
+        let bytes = (0..<300).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        for n in [0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 128, 300] {
+            let prefix = Array(bytes[0..<n])
+            let whole = SHA256.hex(prefix)
+            for split in Set([0, n / 3, n / 2, max(0, n - 1), n]) {
+                var h = SHA256Hasher()
+                h.update(Array(prefix[0..<split]))
+                h.update(Data(prefix[split...]))
+                XCTAssertEqual(SHA256.hexString(h.finalize()), whole, "n=\(n) split=\(split)")
+            }
+            var bytewise = SHA256Hasher()
+            for b in prefix { [b].withUnsafeBytes { bytewise.update($0) } }
+            XCTAssertEqual(SHA256.hexString(bytewise.finalize()), whole)
+        }
+    }
+
+    func testFinalizeDoesNotConsumeTheHasher() {
+        var h = SHA256Hasher()
+        h.update(Array("ab".utf8))
+        _ = h.finalize()
+        h.update(Array("c".utf8))
+        XCTAssertEqual(SHA256.hexString(h.finalize()), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    func testMatchesSha256sumOnAFile() throws {
+        let tool = ["/usr/bin/sha256sum", "/bin/sha256sum"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let tool else { throw XCTSkip("SKIPPED: sha256sum not found") }
+        let dir = try makeTempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var rng = TestRNG(state: 42)
+        let bytes = (0..<100_003).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        let file = dir.appendingPathComponent("blob.bin")
+        try Data(bytes).write(to: file)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = [file.path]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        let expected = String(text.prefix(64))
+        XCTAssertEqual(expected.count, 64)
+        XCTAssertEqual(SHA256.hex(try Data(contentsOf: file)), expected)
+    }
+}
+
+// MARK: - Inflate
+
+/// Writes DEFLATE bit streams by hand (for streams zlib would never make).
+private struct BitWriter {
+    var bytes: [UInt8] = []
+    var acc: UInt64 = 0
+    var count = 0
+    mutating func bits(_ v: Int, _ n: Int) {
+        acc |= UInt64(v) << UInt64(count)
+        count += n
+        while count >= 8 { bytes.append(UInt8(acc & 0xFF)); acc >>= 8; count -= 8 }
+    }
+    /// A Huffman code: most significant bit first.
+    mutating func code(_ c: Int, _ n: Int) { for i in stride(from: n - 1, through: 0, by: -1) { bits((c >> i) & 1, 1) } }
+    mutating func finish() -> [UInt8] {
+        if count > 0 { bytes.append(UInt8(acc & 0xFF)); acc = 0; count = 0 }
+        return bytes
+    }
+    // Fixed-Huffman codes.
+    mutating func literal(_ v: Int) { v < 144 ? code(0x30 + v, 8) : code(0x190 + v - 144, 9) }
+    mutating func length258() { code(0xC0 + 285 - 280, 8) }
+    mutating func endOfBlock() { code(0, 7) }
+    mutating func distance(symbol: Int) { code(symbol, 5) }
+}
+
+final class InflateTests: XCTestCase {
+    /// zlib.compressobj(6, DEFLATED, -15, 9, Z_FIXED) of "hello hello hello, shrinkwrap!".
+    let fixed: [UInt8] = [0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x57, 0xc8, 0x40, 0x90, 0x3a, 0x0a, 0xc5, 0x19, 0x45, 0x99, 0x79,
+                          0xd9, 0xe5, 0x45, 0x89, 0x05, 0x8a, 0x00]
+    /// Level 9, raw deflate, of "line %d: the quick brown fox jumps over the lazy dog\n" for 0..<12: a dynamic block.
+    let dynamic: [UInt8] = [
+        0x9d, 0xd2, 0xb7, 0x11, 0x80, 0x30, 0x00, 0x43, 0xd1, 0x9e, 0x29, 0x34, 0x02, 0x39, 0x6d, 0x43, 0x30, 0x60, 0x30, 0x36,
+        0xc9, 0xa4, 0xe9, 0x39, 0xd8, 0x00, 0xd5, 0xba, 0x57, 0xe9, 0x2b, 0xa9, 0x05, 0xdc, 0x1c, 0x5b, 0x27, 0x30, 0x5b, 0x59,
+        0x0d, 0x28, 0x17, 0x73, 0x68, 0x34, 0xe6, 0x44, 0x6f, 0xc7, 0x69, 0x85, 0xd9, 0xc5, 0xf2, 0xcd, 0xaa, 0xb8, 0x2f, 0xd4,
+        0xa6, 0x75, 0xd4, 0x6b, 0x3c, 0xc2, 0xf8, 0x84, 0x09, 0x08, 0x13, 0x12, 0x26, 0x22, 0x4c, 0x4c, 0x98, 0x84, 0x30, 0x29,
+        0x61, 0x32, 0xe6, 0x53, 0x2a, 0x84, 0x9f, 0x25, 0x3c,
+    ]
+    /// Level 0 (one stored block) of "stored bytes \0\1\2\xff".
+    let stored: [UInt8] = [0x01, 0x11, 0x00, 0xee, 0xff, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x64, 0x20, 0x62, 0x79, 0x74, 0x65,
+                           0x73, 0x20, 0x00, 0x01, 0x02, 0xff]
+
+    var dynamicText: [UInt8] {
+        Array((0..<12).map { "line \($0): the quick brown fox jumps over the lazy dog\n" }.joined().utf8)
+    }
+
+    func testDecodesZlibStreams() throws {
+        XCTAssertEqual(fixed[0] >> 1 & 3, 1)
+        XCTAssertEqual(dynamic[0] >> 1 & 3, 2)
+        XCTAssertEqual(try Inflate.decompress(fixed, expectedSize: 30, limit: 1 << 20), Array("hello hello hello, shrinkwrap!".utf8))
+        XCTAssertEqual(try Inflate.decompress(dynamic, expectedSize: nil, limit: 1 << 20), dynamicText)
+        XCTAssertEqual(CRC32.checksum(dynamicText), 624_017_974)
+        XCTAssertEqual(try Inflate.decompress(stored, expectedSize: 17, limit: 100), Array("stored bytes ".utf8) + [0, 1, 2, 0xFF])
+        // An empty final stored block.
+        XCTAssertEqual(try Inflate.decompress([0x01, 0x00, 0x00, 0xFF, 0xFF], expectedSize: 0, limit: 0), [])
+    }
+
+    func testCRC32() {
+        XCTAssertEqual(CRC32.checksum(Array("123456789".utf8)), 0xCBF4_3926)
+        XCTAssertEqual(CRC32.checksum([UInt8]()), 0)
+        XCTAssertEqual(CRC32.checksum(Array("hello hello hello, shrinkwrap!".utf8)), 1_985_591_362)
+    }
+
+    func testClearErrors() {
+        func reason(_ input: [UInt8], expected: Int? = nil, limit: Int = 1 << 20) -> String {
+            errorText { _ = try Inflate.decompress(input, expectedSize: expected, limit: limit) }
+        }
+        XCTAssertTrue(reason([]).contains("truncated"), reason([]))
+        XCTAssertTrue(reason([0x07]).contains("invalid block type 3"), reason([0x07]))
+        XCTAssertTrue(reason([0x01, 0x05, 0x00, 0x00, 0x00]).contains("complement"))
+        XCTAssertTrue(reason([0x01, 0x05, 0x00, 0xFA, 0xFF, 1, 2]).contains("runs past the end"))
+        XCTAssertTrue(reason(fixed, expected: 29).contains("output is longer than the expected 29 bytes"), reason(fixed, expected: 29))
+        XCTAssertTrue(reason(fixed, expected: 31).contains("expected 31"), reason(fixed, expected: 31))
+        XCTAssertTrue(reason(fixed, limit: 10).contains("limit of 10 bytes"), reason(fixed, limit: 10))
+        XCTAssertTrue(reason(stored, limit: 10).contains("limit of 10 bytes"))
+        // A declared size no deflate stream of this length can reach is refused before decoding.
+        XCTAssertTrue(reason(fixed, expected: 1 << 30, limit: 1 << 31).contains("cannot come from"))
+        XCTAssertTrue(reason(fixed, expected: 1 << 30, limit: 1 << 20).contains("over the limit"))
+
+        // A back-reference before the start of the output.
+        var w = BitWriter()
+        w.bits(1, 1); w.bits(1, 2)
+        w.length258(); w.distance(symbol: 0); w.endOfBlock()
+        XCTAssertTrue(reason(w.finish()).contains("before the start of the output"))
+        // Distance symbols 30 and 31 do not exist.
+        w = BitWriter()
+        w.bits(1, 1); w.bits(1, 2)
+        w.literal(65); w.length258(); w.distance(symbol: 30); w.endOfBlock()
+        XCTAssertTrue(reason(w.finish()).contains("invalid distance symbol 30"))
+        // Literal/length symbol 286.
+        w = BitWriter()
+        w.bits(1, 1); w.bits(1, 2)
+        w.code(0xC0 + 6, 8)
+        XCTAssertTrue(reason(w.finish()).contains("invalid length symbol 286"))
+        // Dynamic header: HLIT 287 is out of range.
+        w = BitWriter()
+        w.bits(1, 1); w.bits(2, 2); w.bits(30, 5); w.bits(0, 5); w.bits(0, 4)
+        XCTAssertTrue(reason(w.finish() + [0, 0, 0]).contains("too many literal/length codes"))
+        // Dynamic header whose code-length code is over-subscribed (three codes of length 1).
+        w = BitWriter()
+        w.bits(1, 1); w.bits(2, 2); w.bits(0, 5); w.bits(0, 5); w.bits(0, 4)
+        for _ in 0..<3 { w.bits(1, 3) }
+        w.bits(0, 3)
+        XCTAssertTrue(reason(w.finish() + [0, 0, 0, 0]).contains("over-subscribed"))
+    }
+
+    /// A few hundred bytes that expand to gigabytes stop at the limit.
+    func testZipBombStopsAtTheLimit() {
+        var w = BitWriter()
+        w.bits(1, 1); w.bits(1, 2)
+        w.literal(0)
+        for _ in 0..<100_000 { w.length258(); w.distance(symbol: 0) }
+        w.endOfBlock()
+        let bomb = w.finish()
+        XCTAssertLessThan(bomb.count, 200_000)
+        let text = errorText { _ = try Inflate.decompress(bomb, expectedSize: nil, limit: 1 << 20) }
+        XCTAssertTrue(text.contains("limit of 1048576 bytes"), text)
+        // Within a large enough limit it decodes to 1 + 258 × 100000 zeros.
+        XCTAssertEqual(try Inflate.decompress(bomb, expectedSize: 25_800_001, limit: 1 << 26).count, 25_800_001)
+    }
+
+    /// Every proper prefix of a valid stream is truncated: it must throw.
+    func testTruncatedStreamsThrow() {
+        for (stream, size) in [(fixed, 30), (dynamic, dynamicText.count), (stored, 17)] {
+            for n in 0..<stream.count {
+                XCTAssertThrowsError(try Inflate.decompress(Array(stream[0..<n]), expectedSize: size, limit: 1 << 20), "prefix \(n)")
+            }
+        }
+    }
+
+    /// Corrupted and random inputs throw or decode within the limit; they never crash.
+    func testCorruptAndRandomInputsNeverCrash() {
+        var rng = TestRNG(state: 2024)
+        var threw = 0, decoded = 0
+        for round in 0..<3000 {
+            var input: [UInt8]
+            switch round % 3 {
+            case 0:
+                input = dynamic
+                for _ in 0..<(1 + rng.below(4)) { input[rng.below(input.count)] ^= UInt8(1 << rng.below(8)) }
+            case 1:
+                input = round % 2 == 0 ? fixed : stored
+                input[rng.below(input.count)] = UInt8(truncatingIfNeeded: rng.next())
+            default:
+                input = (0..<rng.below(300)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            }
+            do {
+                let out = try Inflate.decompress(input, expectedSize: nil, limit: 4096)
+                XCTAssertLessThanOrEqual(out.count, 4096)
+                decoded += 1
+            } catch {
+                threw += 1
+            }
+        }
+        XCTAssertGreaterThan(threw, 1000)
+        XCTAssertEqual(threw + decoded, 3000)
+    }
+
+    /// Random, text-like and zero payloads compressed by Python's zlib at several levels and strategies.
+    func testMatchesPythonZlib() throws {
+        try requirePython()
+        let dir = try makeTempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try runPython("""
+            import zlib, random
+            random.seed(5)
+            words = [b"tensor", b"weight", b"shrink", b"wrap", b"conv", b"relu", b" ", b"\\n", b"0.125"]
+            payloads = {
+              "empty": b"",
+              "one": b"x",
+              "random": bytes(random.getrandbits(8) for _ in range(70000)),
+              "text": b"".join(random.choice(words) for _ in range(60000)),
+              "zeros": bytes(300000),
+              "mixed": b"".join(bytes(random.getrandbits(8) for _ in range(random.randint(1, 200))) + bytes(random.randint(0, 900)) for _ in range(300)),
+            }
+            cases = []
+            for name, data in payloads.items():
+                for level in (0, 1, 6, 9):
+                    for strategy in (zlib.Z_DEFAULT_STRATEGY, zlib.Z_FIXED, zlib.Z_HUFFMAN_ONLY, zlib.Z_RLE):
+                        c = zlib.compressobj(level, zlib.DEFLATED, -15, 9, strategy)
+                        raw = c.compress(data) + c.flush()
+                        tag = "%s-%d-%d" % (name, level, strategy)
+                        open(tag + ".deflate", "wb").write(raw)
+                        open(tag + ".plain", "wb").write(data)
+                        cases.append(tag)
+            open("cases.txt", "w").write("\\n".join(cases))
+            """, in: dir)
+        let cases = try String(contentsOf: dir.appendingPathComponent("cases.txt"), encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(cases.count, 6 * 4 * 4)
+        for tag in cases {
+            let raw = [UInt8](try Data(contentsOf: dir.appendingPathComponent("\(tag).deflate")))
+            let plain = [UInt8](try Data(contentsOf: dir.appendingPathComponent("\(tag).plain")))
+            XCTAssertEqual(try Inflate.decompress(raw, expectedSize: plain.count, limit: 1 << 24), plain, String(tag))
+            XCTAssertEqual(try Inflate.decompress(raw, expectedSize: nil, limit: 1 << 24), plain, String(tag))
+        }
+    }
+}
+
+// MARK: - NPZ
+
+/// Builds small stored ZIP archives by hand, optionally with ZIP64 records.
+private func makeZip(_ members: [(name: String, data: [UInt8])], zip64: Bool = false, comment: [UInt8] = []) -> [UInt8] {
+    var out: [UInt8] = []
+    func u16(_ v: Int) { out += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+    func u32(_ v: Int) { u16(v & 0xFFFF); u16(v >> 16 & 0xFFFF) }
+    func u64(_ v: Int) { u32(v & 0xFFFF_FFFF); u32(v >> 32) }
+    var offsets: [Int] = []
+    for m in members {
+        offsets.append(out.count)
+        u32(0x0403_4B50); u16(45); u16(0); u16(0); u16(0); u16(0x21)
+        u32(Int(CRC32.checksum(m.data))); u32(m.data.count); u32(m.data.count)
+        u16(m.name.utf8.count); u16(0)
+        out += Array(m.name.utf8)
+        out += m.data
+    }
+    let cdStart = out.count
+    for (m, off) in zip(members, offsets) {
+        u32(0x0201_4B50); u16(45); u16(45); u16(0); u16(0); u16(0); u16(0x21)
+        u32(Int(CRC32.checksum(m.data)))
+        if zip64 { u32(0xFFFF_FFFF); u32(0xFFFF_FFFF) } else { u32(m.data.count); u32(m.data.count) }
+        u16(m.name.utf8.count); u16(zip64 ? 28 : 0); u16(0); u16(0); u16(0); u32(0)
+        u32(zip64 ? 0xFFFF_FFFF : off)
+        out += Array(m.name.utf8)
+        if zip64 { u16(1); u16(24); u64(m.data.count); u64(m.data.count); u64(off) }
+    }
+    let cdSize = out.count - cdStart
+    if zip64 {
+        let recordStart = out.count
+        u32(0x0606_4B50); u64(44); u16(45); u16(45); u32(0); u32(0)
+        u64(members.count); u64(members.count); u64(cdSize); u64(cdStart)
+        u32(0x0706_4B50); u32(0); u64(recordStart); u32(1)
+    }
+    u32(0x0605_4B50); u16(0); u16(0)
+    u16(zip64 ? 0xFFFF : members.count); u16(zip64 ? 0xFFFF : members.count)
+    u32(zip64 ? 0xFFFF_FFFF : cdSize); u32(zip64 ? 0xFFFF_FFFF : cdStart)
+    u16(comment.count)
+    out += comment
+    return out
+}
+
+final class NPZTests: XCTestCase {
+    func testReadsCommittedFixtures() throws {
+        let stored = try NPZ.read(fixtures.appendingPathComponent("stored.npz"))
+        XCTAssertEqual(stored.map(\.name), ["x", "ids"])
+        XCTAssertEqual(stored[0].tensor, Tensor([1.5, -2, 3.25], shape: [1, 3]))
+        XCTAssertEqual(stored[1].tensor, Tensor(ints: [3, 1, 4, 1], shape: [1, 4]))
+
+        let compressed = try NPZ.read(fixtures.appendingPathComponent("compressed.npz"))
+        XCTAssertEqual(compressed.map(\.name), ["x", "ids"])
+        XCTAssertEqual(compressed[0].tensor.dtype, .float64)
+        XCTAssertEqual(compressed[0].tensor.shape, [16, 16])
+        XCTAssertEqual(compressed[0].tensor.floats, (0..<256).map { Float($0) / 8 })
+        XCTAssertEqual(compressed[1].tensor, Tensor(ints: (0..<16).map { Int64($0 % 5) }, shape: [1, 16], dtype: .int32))
+    }
+
+    func testZip64RecordsAndComments() throws {
+        let a = NPY.encode(Tensor([1, 2], shape: [2])), b = NPY.encode(Tensor(ints: [7], shape: [1]))
+        let members: [(name: String, data: [UInt8])] = [("a.npy", [UInt8](a)), ("b.npy", [UInt8](b))]
+        for zip64 in [false, true] {
+            for comment in [[], Array("a comment with PK\u{5}\u{6} inside".utf8), [UInt8](repeating: 0x20, count: 65535)] {
+                let z = makeZip(members, zip64: zip64, comment: comment)
+                let got = try NPZ.decode(z, file: "z.npz")
+                XCTAssertEqual(got.map(\.name), ["a", "b"])
+                XCTAssertEqual(got[0].tensor, Tensor([1, 2], shape: [2]))
+                XCTAssertEqual(got[1].tensor, Tensor(ints: [7], shape: [1]))
+            }
+        }
+        // A ZIP64 archive whose locator is missing.
+        var z = makeZip(members, zip64: true)
+        let locator = z.count - 22 - 20
+        z[locator] = 0
+        XCTAssertTrue(errorText { _ = try NPZ.decode(z, file: "z.npz") }.contains("locator"))
+    }
+
+    func testDamagedArchivesGiveClearErrors() throws {
+        let good = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent("stored.npz")))
+        func reason(_ b: [UInt8]) -> String { errorText { _ = try NPZ.decode(b, file: "d.npz") } }
+
+        XCTAssertTrue(reason([]).contains("not a ZIP archive"))
+        XCTAssertTrue(reason(Array("definitely not a zip file, just some text here".utf8)).contains("not a ZIP archive"))
+        XCTAssertTrue(reason(Array(good[0..<200])).contains("d.npz: truncated or damaged ZIP archive"), reason(Array(good[0..<200])))
+
+        // A flipped data byte: the CRC names the member.
+        var flipped = good
+        flipped[150] ^= 0x01
+        let crc = reason(flipped)
+        XCTAssertTrue(crc.contains("d.npz: member 'x.npy'") || crc.contains("d.npz: member 'ids.npy'"), crc)
+        XCTAssertTrue(crc.contains("CRC-32 mismatch"), crc)
+
+        // Central directory offset beyond the file.
+        var far = good
+        let eocd = far.count - 22
+        far[eocd + 16] = 0xFF; far[eocd + 17] = 0xFF; far[eocd + 18] = 0xFF; far[eocd + 19] = 0x7F
+        XCTAssertTrue(reason(far).contains("runs past the end of the file"), reason(far))
+
+        // An entry count the directory cannot hold.
+        var many = good
+        many[eocd + 8] = 0xF0; many[eocd + 10] = 0xF0
+        XCTAssertTrue(reason(many).contains("claims"), reason(many))
+
+        // A huge compressed size in the central directory.
+        var huge = good
+        let cd = NPZ.u32(good, eocd + 16)
+        huge[cd + 20] = 0xFE; huge[cd + 21] = 0xFF; huge[cd + 22] = 0xFF; huge[cd + 23] = 0x7F
+        XCTAssertTrue(reason(huge).contains("member 'x.npy'"), reason(huge))
+
+        // An unsupported compression method.
+        var bzip = good
+        bzip[cd + 10] = 12
+        XCTAssertTrue(reason(bzip).contains("compression method 12"), reason(bzip))
+
+        // A member that is not a .npy.
+        let txt = makeZip([("notes.txt", Array("hi".utf8))])
+        XCTAssertTrue(reason(txt).contains("member 'notes.txt': not a .npy member"), reason(txt))
+
+        // A .npy member whose content is not a .npy.
+        let junk = makeZip([("x.npy", Array("hi".utf8))])
+        XCTAssertTrue(reason(junk).contains("member 'x.npy': not a .npy file"), reason(junk))
+
+        // The same name twice.
+        let npy = [UInt8](NPY.encode(Tensor([1], shape: [1])))
+        let twice = makeZip([("x.npy", npy), ("x.npy", npy)])
+        XCTAssertTrue(reason(twice).contains("appears twice"), reason(twice))
+    }
+
+    func testCorruptedDeflateArchive() throws {
+        let good = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent("compressed.npz")))
+        // Damage the first member's deflate data (it starts after the 30-byte header, the name and a ZIP64 extra).
+        var bad = good
+        let start = 30 + NPZ.u16(good, 26) + NPZ.u16(good, 28)
+        for i in start..<(start + 40) { bad[i] = 0xFF }
+        let text = errorText { _ = try NPZ.decode(bad, file: "c.npz") }
+        XCTAssertTrue(text.contains("c.npz: member 'x.npy'"), text)
+    }
+
+    /// Every truncation and random byte damage of both fixtures throws or reads; nothing crashes.
+    func testTruncatedAndRandomlyDamagedArchivesNeverCrash() throws {
+        for name in ["stored.npz", "compressed.npz"] {
+            let good = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent(name)))
+            for n in 0..<good.count {
+                XCTAssertThrowsError(try NPZ.decode(Array(good[0..<n]), file: name), "prefix \(n)")
+            }
+            var rng = TestRNG(state: 99)
+            for _ in 0..<1500 {
+                var b = good
+                for _ in 0..<(1 + rng.below(3)) { b[rng.below(b.count)] = UInt8(truncatingIfNeeded: rng.next()) }
+                _ = try? NPZ.decode(b, file: name)
+            }
+        }
+    }
+
+    /// np.savez and np.savez_compressed of every dtype numpy and NPY share, compared with np.save of the same arrays.
+    func testMatchesNumpy() throws {
+        try requirePython()
+        let dir = try makeTempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try runPython("""
+            import numpy as np, zipfile
+            rng = np.random.default_rng(3)
+            arrays = {
+              "f32": rng.standard_normal((3, 5)).astype(np.float32),
+              "f16": rng.standard_normal((4,)).astype(np.float16),
+              "f64": rng.standard_normal((2, 2, 2)),
+              "i8": np.array([-128, 0, 127], dtype=np.int8),
+              "u8": np.arange(200, dtype=np.uint8),
+              "i16": np.array([[-3000, 3000]], dtype=np.int16),
+              "u16": np.array([65535], dtype=np.uint16),
+              "i32": np.array([-70000, 1], dtype=np.int32),
+              "u32": np.array([4000000000], dtype=np.uint32),
+              "i64": np.array([-(2**62), 2**62], dtype=np.int64),
+              "boolean": np.array([True, False, True]),
+              "scalar": np.float32(2.5),
+              "empty": np.zeros((0, 4), dtype=np.float32),
+              "big": rng.standard_normal((120, 250)).astype(np.float32),
+              "unicode_\u{e9}": np.array([1.0], dtype=np.float32),
+            }
+            np.savez("plain.npz", **arrays)
+            np.savez_compressed("packed.npz", **arrays)
+            for k, v in arrays.items():
+                np.save(k + ".npy", v)
+            with zipfile.ZipFile("plain.npz", "a") as z:
+                z.comment = b"appended comment"
+            open("names.txt", "w", encoding="utf-8").write("\\n".join(arrays))
+            """, in: dir)
+        let names = try String(contentsOf: dir.appendingPathComponent("names.txt"), encoding: .utf8).split(separator: "\n").map(String.init)
+        XCTAssertEqual(names.count, 15)
+        for archive in ["plain.npz", "packed.npz"] {
+            let members = try NPZ.read(dir.appendingPathComponent(archive))
+            XCTAssertEqual(members.map(\.name), names, archive)
+            for (name, tensor) in members {
+                let expected = try NPY.read(dir.appendingPathComponent(name + ".npy"))
+                XCTAssertEqual(tensor, expected, "\(archive) \(name)")
+            }
+        }
+    }
+}
+
+// MARK: - Input data
+
+final class InputDataTests: XCTestCase {
+    var dir = FileManager.default.temporaryDirectory
+
+    override func setUpWithError() throws { dir = try makeTempDir() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    func graph(_ inputs: ValueInfo...) -> Graph { Graph(inputs: inputs) }
+
+    func save(_ t: Tensor, _ path: String) throws {
+        let url = dir.appendingPathComponent(path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try NPY.encode(t).write(to: url)
+    }
+
+    func path(_ p: String) -> String { dir.appendingPathComponent(p).path }
+
+    // Folders, order, sources and description.
+
+    func testFolderOfNpyFilesInSortedOrder() throws {
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(2)]))
+        for (i, name) in ["b.npy", "a.npy", "c10.npy", "c2.npy"].enumerated() {
+            try save(Tensor([Float(i), 0], shape: [1, 2]), "data/\(name)")
+        }
+        try Data("ignore me".utf8).write(to: dir.appendingPathComponent("data/README.txt"))
+        try Data("hidden".utf8).write(to: dir.appendingPathComponent("data/.DS_Store"))
+        let set = try InputData.load([path("data")], graph: g)
+        XCTAssertEqual(set.samples.count, 4)
+        XCTAssertEqual(set.sources.map { URL(fileURLWithPath: $0).lastPathComponent }, ["a.npy", "b.npy", "c10.npy", "c2.npy"])
+        XCTAssertEqual(set.samples.map { $0["x"]?.floats?[0] }, [1, 0, 2, 3])
+        XCTAssertEqual(set.description, "4 .npy files in \(path("data"))/")
+        XCTAssertFalse(set.random)
+        XCTAssertEqual(set.sha256.count, 64)
+        // Same data → same hash; the hash is over content, not paths.
+        try FileManager.default.copyItem(at: dir.appendingPathComponent("data"), to: dir.appendingPathComponent("copy"))
+        XCTAssertEqual(try InputData.load([path("copy") + "/"], graph: g).sha256, set.sha256)
+    }
+
+    func testSeveralSpecsKeepTheirOrder() throws {
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2)]))
+        try save(Tensor([1, 1], shape: [2]), "one.npy")
+        try save(Tensor([2, 2, 3, 3], shape: [2, 2]), "two.npy")
+        let set = try InputData.load([path("two.npy"), path("one.npy")], graph: g)
+        XCTAssertEqual(set.samples.map { $0["x"]?.floats ?? [] }, [[2, 2], [3, 3], [1, 1]])
+        XCTAssertEqual(set.sources, [path("two.npy") + "[0]", path("two.npy") + "[1]", path("one.npy")])
+        XCTAssertTrue(set.description.hasPrefix("3 samples from 2 files"), set.description)
+    }
+
+    // Batch axes.
+
+    func testBatchAxisSplitsIntoSamples() throws {
+        let batch = fixtures.appendingPathComponent("batch.npy").path
+        // [2, 3] for an input [3]: one more leading axis.
+        var set = try InputData.load([batch], graph: graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(3)])))
+        XCTAssertEqual(set.samples.map { $0["x"] }, [Tensor([0, 0.5, 1], shape: [3]), Tensor([1.5, 2, 2.5], shape: [3])])
+        XCTAssertEqual(set.sources, [batch + "[0]", batch + "[1]"])
+        XCTAssertEqual(set.description, "\(batch) (2 samples)")
+        // [2, 3] for an input [1, 3]: the leading 1 becomes N.
+        set = try InputData.load([batch], graph: graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3)])))
+        XCTAssertEqual(set.samples.map { $0["x"] }, [Tensor([0, 0.5, 1], shape: [1, 3]), Tensor([1.5, 2, 2.5], shape: [1, 3])])
+        // [2, 3] for an input [2, 3] or [batch, 3]: one sample.
+        for dims: [Dim] in [[.fixed(2), .fixed(3)], [.symbolic("batch"), .fixed(3)], [.unknown, .symbolic("n")]] {
+            set = try InputData.load([batch], graph: graph(ValueInfo(name: "x", dtype: .float32, shape: dims)))
+            XCTAssertEqual(set.samples.count, 1)
+            XCTAssertEqual(set.sources, [batch])
+        }
+        // [2, 3] for an input [batch]: rank + 1 with a symbolic dim splits.
+        set = try InputData.load([batch], graph: graph(ValueInfo(name: "x", dtype: .float32, shape: [.symbolic("n")])))
+        XCTAssertEqual(set.samples.count, 2)
+        // Unknown rank: the file is one sample as it is.
+        set = try InputData.load([batch], graph: graph(ValueInfo(name: "x", dtype: nil, shape: nil)))
+        XCTAssertEqual(set.samples.count, 1)
+    }
+
+    func testWrongShapeAndEmptyBatch() throws {
+        let batch = fixtures.appendingPathComponent("batch.npy").path
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(4)]))
+        let text = errorText { _ = try InputData.load([batch], graph: g) }
+        XCTAssertEqual(text, "\(batch): shape [2, 3] does not fit input 'x' [1, 4] (nor a batch [N, 4])")
+        try save(Tensor([], shape: [0, 3]), "empty.npy")
+        let empty = errorText { _ = try InputData.load([path("empty.npy")], graph: graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(3)]))) }
+        XCTAssertTrue(empty.contains("empty.npy: the batch axis of shape [0, 3] holds no samples"), empty)
+        let rank = errorText { _ = try InputData.load([batch], graph: graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(1), .fixed(1), .fixed(3)]))) }
+        XCTAssertTrue(rank.contains("does not fit input 'x' [1, 1, 1, 3]"), rank)
+    }
+
+    // Dtypes.
+
+    func testDtypeConversions() throws {
+        let compressed = fixtures.appendingPathComponent("compressed.npz").path
+        // float64 → float32 and int32 → int64.
+        let g = graph(ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(1), .fixed(16)]),
+                      ValueInfo(name: "x", dtype: .float32, shape: [.symbolic("n"), .fixed(16)]))
+        let set = try InputData.load([compressed], graph: g)
+        XCTAssertEqual(set.samples.count, 1)
+        XCTAssertEqual(set.samples[0]["x"]?.dtype, .float32)
+        XCTAssertEqual(set.samples[0]["x"]?.floats, (0..<256).map { Float($0) / 8 })
+        XCTAssertEqual(set.samples[0]["ids"], Tensor(ints: (0..<16).map { Int64($0 % 5) }, shape: [1, 16], dtype: .int64))
+        XCTAssertEqual(set.description, compressed)
+
+        // int64 → int32 when it fits, an error when it does not.
+        let i32 = graph(ValueInfo(name: "t", dtype: .int32, shape: [.fixed(2)]))
+        try save(Tensor(ints: [5, -6], shape: [2], dtype: .int64), "ok.npy")
+        XCTAssertEqual(try InputData.load([path("ok.npy")], graph: i32).samples[0]["t"], Tensor(ints: [5, -6], shape: [2], dtype: .int32))
+        try save(Tensor(ints: [5, 1 << 40], shape: [2], dtype: .int64), "big.npy")
+        let big = errorText { _ = try InputData.load([path("big.npy")], graph: i32) }
+        XCTAssertTrue(big.contains("big.npy: value 1099511627776 at index 1 does not fit input 't' (int32)"), big)
+
+        // Anything else is refused.
+        try save(Tensor([1, 2], shape: [2]), "f.npy")
+        let wrong = errorText { _ = try InputData.load([path("f.npy")], graph: i32) }
+        XCTAssertTrue(wrong.contains("f.npy: dtype float32 does not match input 't' (int32)"), wrong)
+        let f16 = errorText { _ = try InputData.load([path("f.npy")], graph: graph(ValueInfo(name: "h", dtype: .float16, shape: [.fixed(2)]))) }
+        XCTAssertTrue(f16.contains("dtype float32 does not match input 'h' (float16)"), f16)
+    }
+
+    // .npz.
+
+    func testNpzForAMultiInputModel() throws {
+        let stored = fixtures.appendingPathComponent("stored.npz").path
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3)]),
+                      ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(1), .symbolic("seq")]))
+        let set = try InputData.load([stored], graph: g)
+        XCTAssertEqual(set.samples.count, 1)
+        XCTAssertEqual(set.samples[0]["x"], Tensor([1.5, -2, 3.25], shape: [1, 3]))
+        XCTAssertEqual(set.samples[0]["ids"], Tensor(ints: [3, 1, 4, 1], shape: [1, 4]))
+        XCTAssertEqual(set.sources, [stored])
+
+        // A folder of both fixtures plus a .npy: the .npy is refused for a two-input model.
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("mixed"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: stored, toPath: path("mixed/a.npz"))
+        try save(Tensor([1, 2, 3], shape: [1, 3]), "mixed/b.npy")
+        let npy = errorText { _ = try InputData.load([path("mixed")], graph: g) }
+        XCTAssertTrue(npy.contains("b.npy: the model has 2 inputs (x, ids) but a .npy holds one array"), npy)
+
+        // Missing and unknown members.
+        let other = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3)]),
+                          ValueInfo(name: "mask", dtype: .bool, shape: nil))
+        let unknown = errorText { _ = try InputData.load([stored], graph: other) }
+        XCTAssertTrue(unknown.contains("member 'ids' is not an input of the model (its inputs: x, mask)"), unknown)
+        let extra = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3)]),
+                          ValueInfo(name: "ids", dtype: .int64, shape: nil), ValueInfo(name: "mask", dtype: .bool, shape: nil))
+        let missing = errorText { _ = try InputData.load([stored], graph: extra) }
+        XCTAssertTrue(missing.contains("no member for input 'mask' (members: x, ids)"), missing)
+        // A member of the wrong shape names the archive and member.
+        let shape = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3)]),
+                          ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(1), .fixed(5)]))
+        let bad = errorText { _ = try InputData.load([stored], graph: shape) }
+        XCTAssertTrue(bad.contains("stored.npz[ids]: shape [1, 4] does not fit input 'ids' [1, 5]"), bad)
+    }
+
+    func testSingleMemberNpzForASingleInputModel() throws {
+        let npy = [UInt8](NPY.encode(Tensor([1, 2, 3, 4, 5, 6], shape: [2, 3])))
+        try Data(makeZip([("arr_0.npy", npy)])).write(to: dir.appendingPathComponent("one.npz"))
+        let set = try InputData.load([path("one.npz")], graph: graph(ValueInfo(name: "image", dtype: .float32, shape: [.fixed(3)])))
+        XCTAssertEqual(set.samples.map { $0["image"]?.floats ?? [] }, [[1, 2, 3], [4, 5, 6]])
+        XCTAssertEqual(set.sources, [path("one.npz") + "[0]", path("one.npz") + "[1]"])
+    }
+
+    func testBatchedNpzMembersMustAgree() throws {
+        let x = [UInt8](NPY.encode(Tensor([1, 2, 3, 4], shape: [2, 2])))
+        let y3 = [UInt8](NPY.encode(Tensor(ints: [1, 2, 3], shape: [3, 1])))
+        let y2 = [UInt8](NPY.encode(Tensor(ints: [1, 2], shape: [2, 1])))
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2)]), ValueInfo(name: "y", dtype: .int64, shape: [.fixed(1)]))
+        try Data(makeZip([("x.npy", x), ("y.npy", y3)])).write(to: dir.appendingPathComponent("odd.npz"))
+        let text = errorText { _ = try InputData.load([path("odd.npz")], graph: g) }
+        XCTAssertTrue(text.contains("odd.npz: members hold different numbers of samples (x: 2, y: 3)"), text)
+        try Data(makeZip([("y.npy", y2), ("x.npy", x)])).write(to: dir.appendingPathComponent("ok.npz"))
+        let set = try InputData.load([path("ok.npz")], graph: g)
+        XCTAssertEqual(set.samples.count, 2)
+        XCTAssertEqual(set.samples[1]["x"], Tensor([3, 4], shape: [2]))
+        XCTAssertEqual(set.samples[1]["y"], Tensor(ints: [2], shape: [1]))
+    }
+
+    // NAME=PATH.
+
+    func testNamedFoldersPairByPosition() throws {
+        let g = graph(ValueInfo(name: "image", dtype: .float32, shape: [.fixed(1), .fixed(2)]),
+                      ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(3)]))
+        for i in 0..<3 {
+            try save(Tensor([Float(i), Float(i)], shape: [1, 2]), "img/\(i).npy")
+            try save(Tensor(ints: [Int64(i), 0, 0], shape: [3], dtype: .int32), "tok/t\(i).npy")
+        }
+        let set = try InputData.load(["ids=" + path("tok"), "image=" + path("img")], graph: g)
+        XCTAssertEqual(set.samples.count, 3)
+        for k in 0..<3 {
+            XCTAssertEqual(set.samples[k]["image"]?.floats, [Float(k), Float(k)])
+            XCTAssertEqual(set.samples[k]["ids"], Tensor(ints: [Int64(k), 0, 0], shape: [3]))
+        }
+        XCTAssertEqual(set.sources[1], "image: \(path("img"))/1.npy, ids: \(path("tok"))/t1.npy")
+        XCTAssertEqual(set.description, "3 samples: image=3 .npy files in \(path("img"))/, ids=3 .npy files in \(path("tok"))/")
+
+        // Counts that do not pair up.
+        try save(Tensor(ints: [9, 0, 0], shape: [3]), "tok/t3.npy")
+        let odd = errorText { _ = try InputData.load(["image=" + path("img"), "ids=" + path("tok")], graph: g) }
+        XCTAssertTrue(odd.contains("input data do not pair up: image has 3 samples but ids has 4"), odd)
+        // Missing, doubled and mixed specs.
+        let missing = errorText { _ = try InputData.load(["image=" + path("img")], graph: g) }
+        XCTAssertTrue(missing.contains("no data for input 'ids' (int64 [3]); give ids=PATH"), missing)
+        let twice = errorText { _ = try InputData.load(["image=" + path("img"), "image=" + path("img")], graph: g) }
+        XCTAssertTrue(twice.contains("input 'image' is given twice"), twice)
+        let mixed = errorText { _ = try InputData.load(["image=" + path("img"), path("tok")], graph: g) }
+        XCTAssertTrue(mixed.contains("mixing NAME=PATH and plain paths"), mixed)
+        let unknown = errorText { _ = try InputData.load(["imgae=" + path("img")], graph: g) }
+        XCTAssertTrue(unknown.contains("the model has no input 'imgae' (its inputs: image, ids)"), unknown)
+    }
+
+    func testInputNamesWithEqualsSigns() throws {
+        let g = graph(ValueInfo(name: "a=b", dtype: .float32, shape: [.fixed(1)]))
+        try save(Tensor([4], shape: [1]), "v.npy")
+        XCTAssertEqual(try InputData.load(["a=b=" + path("v.npy")], graph: g).samples[0]["a=b"], Tensor([4], shape: [1]))
+    }
+
+    // Bad paths and files.
+
+    func testEmptyAndUselessFoldersAndBadFiles() throws {
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2)]))
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("empty"), withIntermediateDirectories: true)
+        XCTAssertEqual(errorText { _ = try InputData.load([path("empty")], graph: g) },
+                       "\(path("empty"))/: the folder has no files (expected .npy or .npz input data)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("other"), withIntermediateDirectories: true)
+        for n in ["a.txt", "b.png", "c.csv", "d.json"] { try Data().write(to: dir.appendingPathComponent("other/\(n)")) }
+        XCTAssertEqual(errorText { _ = try InputData.load([path("other")], graph: g) },
+                       "\(path("other"))/: no .npy or .npz files in the folder (found 4 other files: a.txt, b.png, c.csv, …)")
+        XCTAssertEqual(errorText { _ = try InputData.load([path("nope.npy")], graph: g) }, "\(path("nope.npy")): no such file or folder")
+        XCTAssertTrue(errorText { _ = try InputData.load([path("other/a.txt")], graph: g) }.contains("not a .npy or .npz file"))
+        XCTAssertEqual(errorText { _ = try InputData.load([], graph: g) }, "no input data given")
+        XCTAssertTrue(errorText { _ = try InputData.load(["x"], graph: Graph()) }.contains("no runtime inputs"))
+
+        // Truncated and corrupt files name the file.
+        try Data("garbage".utf8).write(to: dir.appendingPathComponent("bad.npy"))
+        XCTAssertEqual(errorText { _ = try InputData.load([path("bad.npy")], graph: g) }, "\(path("bad.npy")): not a .npy file (bad magic)")
+        let full = NPY.encode(Tensor([1, 2], shape: [2]))
+        try full.prefix(full.count - 3).write(to: dir.appendingPathComponent("short.npy"))
+        XCTAssertTrue(errorText { _ = try InputData.load([path("short.npy")], graph: g) }.hasPrefix("\(path("short.npy")): data has"))
+        let stored = try Data(contentsOf: fixtures.appendingPathComponent("stored.npz"))
+        try stored.prefix(300).write(to: dir.appendingPathComponent("cut.npz"))
+        XCTAssertEqual(errorText { _ = try InputData.load([path("cut.npz")], graph: g) },
+                       "\(path("cut.npz")): truncated or damaged ZIP archive (no end of central directory record)")
+        var flipped = [UInt8](stored)
+        flipped[150] ^= 0x40
+        try Data(flipped).write(to: dir.appendingPathComponent("flip.npz"))
+        let flip = errorText { _ = try InputData.load([path("flip.npz")], graph: g) }
+        XCTAssertTrue(flip.hasPrefix("\(path("flip.npz")): member '"), flip)
+        try Data(makeZip([])).write(to: dir.appendingPathComponent("none.npz"))
+        XCTAssertEqual(errorText { _ = try InputData.load([path("none.npz")], graph: g) }, "\(path("none.npz")): the archive holds no arrays")
+    }
+
+    func testErrorsAreUserFacing() {
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2)]))
+        do { _ = try InputData.load([path("missing")], graph: g); XCTFail("no error") } catch {
+            XCTAssertTrue(error is UserFacingError)
+        }
+    }
+
+    /// numpy-written folders and archives, compressed and not, through the whole loader.
+    func testNumpyGeneratedData() throws {
+        try requirePython()
+        try runPython("""
+            import numpy as np, os
+            rng = np.random.default_rng(11)
+            os.makedirs("imgs")
+            os.makedirs("pairs")
+            for i in range(5):
+                np.save("imgs/img%02d.npy" % i, rng.standard_normal((1, 3, 4, 4)).astype(np.float32))
+            np.save("imgs/batch.npy", rng.standard_normal((3, 1, 3, 4, 4)))  # float64, batch of 3
+            for i in range(4):
+                f = np.savez_compressed if i % 2 else np.savez
+                f("pairs/p%d.npz" % i, image=rng.standard_normal((1, 3, 4, 4)).astype(np.float32),
+                  ids=rng.integers(0, 100, size=(1, 7)).astype(np.int64))
+            np.savez_compressed("batched.npz", image=rng.standard_normal((6, 3, 4, 4)).astype(np.float32),
+                                ids=rng.integers(0, 100, size=(6, 7)).astype(np.int32))
+            """, in: dir)
+        let single = graph(ValueInfo(name: "image", dtype: .float32, shape: [.fixed(1), .fixed(3), .fixed(4), .fixed(4)]))
+        let set = try InputData.load([path("imgs")], graph: single)
+        XCTAssertEqual(set.samples.count, 8)
+        XCTAssertEqual(set.sources.prefix(3).map { URL(fileURLWithPath: $0).lastPathComponent }, ["batch.npy[0]", "batch.npy[1]", "batch.npy[2]"])
+        XCTAssertEqual(set.description, "6 .npy files in \(path("imgs"))/ (8 samples)")
+        XCTAssertTrue(set.samples.allSatisfy { $0["image"]?.shape == [1, 3, 4, 4] && $0["image"]?.dtype == .float32 })
+
+        let double = graph(ValueInfo(name: "image", dtype: .float32, shape: [.symbolic("N"), .fixed(3), .fixed(4), .fixed(4)]),
+                           ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(1), .symbolic("seq")]))
+        let pairs = try InputData.load([path("pairs")], graph: double)
+        XCTAssertEqual(pairs.samples.count, 4)
+        XCTAssertEqual(pairs.description, "4 .npz files in \(path("pairs"))/")
+        let batched = try InputData.load([path("batched.npz")], graph: graph(
+            ValueInfo(name: "image", dtype: .float32, shape: [.fixed(3), .fixed(4), .fixed(4)]),
+            ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(7)])))
+        XCTAssertEqual(batched.samples.count, 6)
+        XCTAssertEqual(batched.samples[5]["ids"]?.dtype, .int64)
+    }
+
+    // Hash.
+
+    /// The documented byte layout, rebuilt by hand.
+    func testHashSchemeIsAsDocumented() {
+        let samples: [[String: Tensor]] = [["b": Tensor(ints: [1, -2], shape: [2], dtype: .int16), "a": Tensor([0.5], shape: [])]]
+        var bytes = Array("shrinkwrap-inputs/1\n".utf8)
+        func u64(_ v: Int) { withUnsafeBytes(of: UInt64(v).littleEndian) { bytes += $0 } }
+        func str(_ s: String) { u64(s.utf8.count); bytes += Array(s.utf8) }
+        u64(1); u64(2)
+        str("a"); str("float32"); u64(0); u64(4); bytes += [0x00, 0x00, 0x00, 0x3F]
+        str("b"); str("int16"); u64(1); u64(2); u64(4); bytes += [0x01, 0x00, 0xFE, 0xFF]
+        XCTAssertEqual(InputData.sha256(of: samples), SHA256.hex(bytes))
+        // Order of samples matters; content changes change the hash.
+        let other = [["b": Tensor(ints: [1, -3], shape: [2], dtype: .int16), "a": Tensor([0.5], shape: [])]]
+        XCTAssertNotEqual(InputData.sha256(of: samples), InputData.sha256(of: other))
+        XCTAssertNotEqual(InputData.sha256(of: samples + other), InputData.sha256(of: other + samples))
+    }
+
+    // Random inputs.
+
+    func testRandomInputsAreDeterministicAndWellShaped() throws {
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.symbolic("N"), .fixed(3), .fixed(64), .fixed(64)]),
+                      ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(1), .unknown]),
+                      ValueInfo(name: "h", dtype: .float16, shape: [.fixed(5)]),
+                      ValueInfo(name: "m", dtype: .bool, shape: [.fixed(8)]))
+        let a = try InputData.random(count: 4, seed: 7, graph: g)
+        let b = try InputData.random(count: 4, seed: 7, graph: g)
+        let c = try InputData.random(count: 4, seed: 8, graph: g)
+        XCTAssertEqual(a.samples, b.samples)
+        XCTAssertEqual(a.sha256, b.sha256)
+        XCTAssertNotEqual(a.sha256, c.sha256)
+        XCTAssertTrue(a.random)
+        XCTAssertEqual(a.sources, ["random #0", "random #1", "random #2", "random #3"])
+        XCTAssertEqual(a.description, "4 random samples (seed 7)")
+        XCTAssertEqual(a.samples[0]["x"]?.shape, [1, 3, 64, 64])
+        XCTAssertEqual(a.samples[0]["ids"]?.shape, [1, 1])
+        // The first samples of a longer set are the shorter set.
+        XCTAssertEqual(try InputData.random(count: 2, seed: 7, graph: g).samples, Array(a.samples.prefix(2)))
+        // Standard normal floats.
+        let xs = a.samples.flatMap { $0["x"]?.floats ?? [] }.map(Double.init)
+        let mean = xs.reduce(0, +) / Double(xs.count)
+        let variance = xs.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(xs.count)
+        XCTAssertEqual(mean, 0, accuracy: 0.02)
+        XCTAssertEqual(variance, 1, accuracy: 0.02)
+        XCTAssertEqual(Double(xs.filter { abs($0) < 1 }.count) / Double(xs.count), 0.6827, accuracy: 0.01)
+        // float16 values are exact halves; integers in 0..<vocab.
+        for s in a.samples {
+            XCTAssertEqual(s["h"]?.floats?.map { Half.round($0) }, s["h"]?.floats)
+            XCTAssertTrue(s["ids"]?.ints?.allSatisfy { (0..<2).contains($0) } ?? false)
+        }
+        let tokens = try InputData.random(count: 50, seed: 1, graph: graph(ValueInfo(name: "t", dtype: .int32, shape: [.fixed(100)])), vocab: 1000)
+        let ints = tokens.samples.flatMap { $0["t"]?.ints ?? [] }
+        XCTAssertTrue(ints.allSatisfy { (0..<1000).contains($0) })
+        XCTAssertGreaterThan(Set(ints).count, 900)
+    }
+
+    /// Locks the generator: these bytes must be the same on every machine and in every release.
+    func testRandomInputsGolden() throws {
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2), .fixed(3)]),
+                      ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(4)]))
+        let set = try InputData.random(count: 2, seed: 42, graph: g)
+        // The same values come from a Python SplitMix64 + Box–Muller with libm's log/sin/cos, rounded to float32.
+        XCTAssertEqual(set.samples[0]["x"], Tensor([0.41471976, 0.65268123, -0.89188623, 1.3268336, 1.729593, -1.8834168], shape: [2, 3]))
+        XCTAssertEqual(set.samples[0]["ids"], Tensor(ints: [0, 1, 0, 1], shape: [4]))
+        XCTAssertEqual(set.sha256, "bb4ba753256bc6cea903b1a06aab93f9bd27dd2f8db70b634b89bec51950bdfc")
+    }
+
+    func testDeterministicMathAgreesWithLibm() {
+        var rng = TestRNG(state: 3)
+        for _ in 0..<20000 {
+            let v = Double(rng.next() >> 11) / 9_007_199_254_740_992
+            let (s, c) = Normal.sinCos2Pi(v)
+            XCTAssertEqual(s, sin(2 * .pi * v), accuracy: 1e-14)
+            XCTAssertEqual(c, cos(2 * .pi * v), accuracy: 1e-14)
+            let u = Double((rng.next() >> 11) + 1) / 9_007_199_254_740_992
+            XCTAssertEqual(Normal.log(u), Foundation.log(u), accuracy: 1e-14 * max(1, abs(Foundation.log(u))))
+        }
+        XCTAssertEqual(Normal.log(1), 0)
+        XCTAssertEqual(Normal.log(0x1p-53), -53 * Normal.ln2, accuracy: 1e-13)
+    }
+
+    func testRandomErrors() {
+        let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2)]))
+        XCTAssertTrue(errorText { _ = try InputData.random(count: 0, seed: 0, graph: g) }.contains("at least 1"))
+        XCTAssertTrue(errorText { _ = try InputData.random(count: 1, seed: 0, graph: g, vocab: 0) }.contains("vocabulary"))
+        XCTAssertTrue(errorText { _ = try InputData.random(count: 1, seed: 0, graph: graph(ValueInfo(name: "r", dtype: .float32, shape: nil))) }
+            .contains("input 'r' has unknown rank"))
+        XCTAssertTrue(errorText { _ = try InputData.random(count: 1, seed: 0, graph: graph(ValueInfo(name: "big", dtype: .float32, shape: [.fixed(1 << 20), .fixed(1 << 20)]))) }
+            .contains("too large"))
+        XCTAssertTrue(errorText { _ = try InputData.random(count: 1 << 20, seed: 0, graph: graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1 << 12)]))) }
+            .contains("too many"))
+    }
+}
