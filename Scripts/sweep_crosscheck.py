@@ -18,9 +18,12 @@ import numpy as np
 
 
 def top1_top5(ref, cand):
-    """Rows of the last axis; returns (top-1 matches, top-5 matches, rows)."""
-    r = ref.reshape(-1, ref.shape[-1])
-    c = cand.reshape(-1, cand.shape[-1])
+    """One row per entry of the leading (batch) axis, the rest flattened into the class axis
+    ([1, 1000, 1, 1] is one row of 1000 scores), as shrinkwrap reads score vectors.
+    Returns (top-1 matches, top-5 matches, rows)."""
+    rows = ref.shape[0] if ref.ndim >= 2 else 1
+    r = ref.reshape(rows, -1)
+    c = cand.reshape(rows, -1)
     t1 = t5 = 0
     for a, b in zip(r, c):
         ra = int(np.argmax(a))  # first index of the maximum, as shrinkwrap breaks ties
@@ -44,6 +47,8 @@ def main():
     import onnx
     import onnxruntime as ort
     from onnx import numpy_helper
+
+    ort.set_default_logger_severity(3)  # no warnings about initializers listed as graph inputs
 
     with open(a.report) as f:
         report = json.load(f)

@@ -95,11 +95,15 @@ public enum AtomicFile {
         let tmp = dir.appendingPathComponent(".\(url.lastPathComponent).tmp-\(ProcessInfo.processInfo.processIdentifier)")
         do {
             try data.write(to: tmp)
-            if FileManager.default.fileExists(atPath: url.path) {
-                _ = try FileManager.default.replaceItemAt(url, withItemAt: tmp)
-            } else {
-                try FileManager.default.moveItem(at: tmp, to: url)
+            // rename(2) replaces an existing file atomically (FileManager.replaceItemAt fails on Linux
+            // when the destination exists: "The file doesn't exist").
+            if rename(tmp.path, url.path) != 0 {
+                let reason = String(cString: strerror(errno))
+                try? FileManager.default.removeItem(at: tmp)
+                throw Error(description: "\(url.path): cannot write: \(reason)")
             }
+        } catch let e as Error {
+            throw e
         } catch {
             try? FileManager.default.removeItem(at: tmp)
             throw Error(description: "\(url.path): cannot write: \((error as NSError).localizedDescription)")

@@ -82,7 +82,9 @@ func writeReports(_ report: SweepReport, to files: [String], protecting inputs: 
 }
 
 func progressLine(_ quiet: Bool) -> SweepProgress? {
-    quiet ? nil : { line in FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
+    if quiet { return nil }
+    let report: SweepProgress = { line in FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
+    return report
 }
 
 struct SweepCommand: ParsableCommand {

@@ -6,13 +6,13 @@ import ShrinkwrapIR
 //
 // Conventions
 // -----------
-// * A tensor is a *score vector* when its last axis holds at least 2 elements
-//   and every other axis is 1 — except the leading axis, which may be larger:
-//   `[1000]`, `[1, 1000]`, `[1, 1, 10]` are one row each, `[8, 1000]` or
-//   `[8, 1, 10]` are a batch of 8 rows. For top-1 / top-5 purposes every row
-//   is one prediction, so an output compared over N tensors of batch B makes
-//   N·B predictions. Cosine similarity, on the other hand, is computed once
-//   per tensor (all rows flattened together).
+// * A tensor is a *score vector* when, after its leading axis, exactly one
+//   axis holds at least 2 elements and every other axis is 1: `[1000]`,
+//   `[1, 1000]`, `[1, 1, 10]` and a convolutional classifier's `[1, 1000, 1, 1]`
+//   are one row each; `[8, 1000]` or `[8, 1, 10]` are a batch of 8 rows. For
+//   top-1 / top-5 purposes every row is one prediction, so an output compared
+//   over N tensors of batch B makes N·B predictions. Cosine similarity, on the
+//   other hand, is computed once per tensor (all rows flattened together).
 // * An output only counts as a score vector when *every* tensor added for it
 //   is one, with the same class count; otherwise `classes`, the top-k
 //   agreements and the label flips are nil / empty.
@@ -251,11 +251,13 @@ public func sqnrDB(reference: [Float], approximation: [Float]) -> Double? {
 
 /// The class count when `shape` is a score vector (see the conventions above), else nil.
 func scoreVectorClasses(_ shape: [Int]) -> Int? {
-    guard let last = shape.last, last >= 2 else { return nil }
-    if shape.count >= 3 {
-        for d in shape[1..<(shape.count - 1)] where d != 1 { return nil }
-    }
-    return last
+    if shape.count == 1 { return shape[0] >= 2 ? shape[0] : nil }
+    guard shape.count >= 2 else { return nil }
+    // After the leading (batch) axis, exactly one axis holds the classes; the others are 1
+    // ([N, C], [N, 1, C], and the [N, C, 1, 1] of convolutional classifiers).
+    let inner = shape.dropFirst().filter { $0 != 1 }
+    guard inner.count == 1, let k = inner.first, k >= 2 else { return nil }
+    return k
 }
 
 /// 10·log10(signal / noise); nil when noise is 0.

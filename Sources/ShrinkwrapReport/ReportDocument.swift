@@ -130,10 +130,13 @@ struct Summary {
     /// True when some shown match value is a mean cosine, not a top-1 agreement.
     var usesCosine: Bool
     var reference: SizeInfo
+    /// Every variant has a file size (so size −% compares files, not weights).
+    var allFileSizes: Bool
 
     init(_ report: SweepReport) {
         let variants = orderedVariants(report.variants)
         reference = report.reference
+        allFileSizes = variants.allSatisfy { $0.size.fileBytes != nil }
         primaryOutput = variants.lazy.compactMap { $0.outputs.first?.name }.first
         modes = orderedModes(variants)
         bits = Array(Set(variants.map(\.bits))).sorted(by: >)
@@ -190,7 +193,8 @@ struct Summary {
 
     var notes: [Inline] {
         var notes: [Inline] = []
-        let sizeBasis = reference.fileBytes != nil ? "file" : "weight"
+        // reductionPercent uses file sizes only when the reference and every variant have one.
+        let sizeBasis = reference.fileBytes != nil && allFileSizes ? "file" : "weight"
         if let name = primaryOutput {
             notes.append([.text("size −% is the \(sizeBasis) size reduction against the reference; match % compares output "),
                           .code(name), .text(" with the reference model: its top-1 agreement"

@@ -269,3 +269,19 @@ final class MetricsTests: XCTestCase {
         XCTAssertEqual(v.label, "linear 4-bit per-tensor")
     }
 }
+
+final class ScoreVectorShapeTests: XCTestCase {
+    /// A convolutional classifier's [1, C, 1, 1] output is one row of C scores; [2, 3, 4] is not a score vector.
+    func testConvolutionalClassifierShape() throws {
+        var acc = MetricsAccumulator(name: "prob")
+        try acc.add(reference: Tensor([0.1, 0.7, 0.2], shape: [1, 3, 1, 1]), candidate: Tensor([0.6, 0.3, 0.1], shape: [1, 3, 1, 1]))
+        let m = acc.result()
+        XCTAssertEqual(m.classes, 3)
+        XCTAssertEqual(m.top1Agreement, 0)
+        XCTAssertEqual(m.top5Agreement, 100)
+        var other = MetricsAccumulator(name: "map")
+        let t = Tensor((0..<24).map { Float($0) }, shape: [2, 3, 4])
+        try other.add(reference: t, candidate: t)
+        XCTAssertNil(other.result().classes)
+    }
+}
