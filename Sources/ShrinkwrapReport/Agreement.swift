@@ -60,12 +60,15 @@ public final class AgreementRunner {
         var acc = names.map { MetricsAccumulator(name: $0, labels: labels) }
         // Per node: Σ ref², Σ err² over the layer samples.
         var signal: [String: Double] = [:], noise: [String: Double] = [:]
+        // Nodes of the candidate whose output lines up with the reference's (same name, same size).
+        var matched = Set<String>()
         for (k, sample) in inputs.enumerated() {
             let got: [String: Tensor]
             if k < layerSamples {
                 let ref = activations[k]
                 got = try interpreter.run(sample) { node, outs in
                     guard let r = ref[node.name], let c = outs.first?.floats, c.count == r.count else { return }
+                    matched.insert(node.name)
                     var s = 0.0, e = 0.0
                     for i in 0..<r.count {
                         let a = Double(r[i]), d = a - Double(c[i])
@@ -83,17 +86,18 @@ public final class AgreementRunner {
             }
             progress?(k + 1)
         }
-        // Layers with a weight, in graph order.
+        // Layers with a weight, in graph order — only those the candidate has too (same node and
+        // weight names: a compressed copy of the reference), so that no number is claimed unmeasured.
         var layers: [LayerMetrics] = []
-        for node in reference.nodes where !node.name.isEmpty {
+        for node in reference.nodes where matched.contains(node.name) {
             let weight = node.inputs.first { name in
                 guard let c = reference.constant(named: name), c.encoding.dtype.isFloatingPoint else { return false }
                 return c.encoding.count > 1
             }
-            guard let weight, let ref = reference.constant(named: weight) else { continue }
+            guard let weight, let ref = reference.constant(named: weight), let cand = candidate.constant(named: weight),
+                  cand.encoding.shape == ref.encoding.shape else { continue }
             var wSQNR: Double? = nil
-            if let cand = candidate.constant(named: weight), cand.encoding != ref.encoding,
-               let a = ref.encoding.decoded().floats, let b = cand.encoding.decoded().floats {
+            if cand.encoding != ref.encoding, let a = ref.encoding.decoded().floats, let b = cand.encoding.decoded().floats {
                 wSQNR = sqnrDB(reference: a, approximation: b)
             }
             var oSQNR: Double? = nil
