@@ -146,6 +146,12 @@ test-gates: deps venv testdata build out/demo/data/.stamp
 	  test -s out/demo/gate-sweep.json || { echo "the gate did not write its report first"; exit 1; }
 	@$(BIN) compare $(DEMO_MODEL) $(DEMO_MODEL) --data out/demo/data --min-agrement 1 > /dev/null 2>&1; \
 	  code=$$?; test $$code -ne 0 -a $$code -ne 3 || { echo "a usage error must not look like a gate failure (exit $$code)"; exit 1; }
+	$(BIN) convert $(DEMO_MODEL) -o out/demo/gate-8.mlmodel --mode linear --bits 8 --data out/demo/data --min-agreement 99 \
+	  --report out/demo/gate-8.md > /dev/null
+	@rm -f out/demo/gate-1.mlmodel*; $(BIN) convert $(DEMO_MODEL) -o out/demo/gate-1.mlmodel --mode linear --bits 1 --data out/demo/data \
+	  --min-agreement 100 > /dev/null 2>&1; code=$$?; test $$code -eq 3 || { echo "expected exit 3 from convert's unmet gate, got $$code"; exit 1; }; \
+	  test ! -e out/demo/gate-1.mlmodel -a -s out/demo/gate-1.mlmodel.rejected || \
+	  { echo "a rejected model must move aside (.rejected) so make does not take it for done"; exit 1; }
 	@echo "test-gates: exit codes 0 / 3 / usage as documented"
 
 # onnxruntime re-derives the agreement of two sweep variants from the dumped weights.

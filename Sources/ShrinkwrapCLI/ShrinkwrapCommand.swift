@@ -4,6 +4,7 @@ import Shrinkwrap
 import ShrinkwrapIR
 import ShrinkwrapCompression
 import ShrinkwrapRuntime
+import ShrinkwrapReport
 
 /// Errors are printed as one line, `shrinkwrap: error: …`, and exit with 1.
 struct CLIError: UserFacingError {
@@ -295,6 +296,20 @@ struct Convert: ParsableCommand {
     @Flag(help: "Print the compression log as JSON.")
     var json = false
 
+    @Option(name: .customLong("data"), help: "Check the written model against the original on this data (.npy / .npz files or folders).")
+    var data: [String] = []
+
+    @Option(help: "Check on N seeded random inputs instead (a last resort, marked in the report).")
+    var random: Int?
+
+    @Option(help: "Seed of --random.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("report"), help: "Agreement report(s) of the written model: .md, .json, .csv, .html.")
+    var reports: [String] = []
+
+    @OptionGroup var gates: GateFlags
+
     func options() throws -> ConversionOptions {
         var o = ConversionOptions()
         if imageInputs.isEmpty, scale != nil || bias != nil || color != nil {
@@ -328,13 +343,64 @@ struct Convert: ParsableCommand {
         let opts = try options()
         let readsFiles = [model] + [labels, compression.plan, compression.lut].compactMap { $0 }
         try Shrinkwrap.checkWritable(output, inputs: readsFiles)
+        let checks = gates.any || !reports.isEmpty
+        if checks, data.isEmpty, random == nil { throw CLIError(description: "--report and the --min-* gates need --data (or --random N)") }
+        if !checks, !data.isEmpty || random != nil { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
         var graph = try Shrinkwrap.load(model)
         try Shrinkwrap.apply(opts, to: &graph)
+        let original = graph
         if let plan {
             let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
             print(json ? log.json : log.table, terminator: json ? "\n" : "")
         }
         try Shrinkwrap.save(graph, to: output, inputs: readsFiles)
         FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
+        if checks { try check(original: original, settings: plan == nil ? "float32" : (compression.mode ?? "plan")) }
+    }
+
+    /// Reads the written file back and compares it with the original over the data; writes the
+    /// reports, then applies the gates (exit 3).
+    func check(original: Graph, settings: String) throws {
+        let written = try Shrinkwrap.load(output)
+        let set: InputSet
+        if let n = random {
+            guard data.isEmpty else { throw CLIError(description: "give --data or --random, not both") }
+            set = try InputData.random(count: max(n, 1), seed: seed, graph: original)
+            FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8))
+        } else {
+            set = try InputData.load(data, graph: original)
+        }
+        let runner = try AgreementRunner(reference: original, inputs: set.samples, labels: original.metadata.labels)
+        let (outputs, layers) = try runner.compare(written)
+        func size(_ g: Graph, _ path: String) -> SizeInfo {
+            let floats = g.constants.filter { $0.encoding.dtype.isFloatingPoint }
+            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+            return SizeInfo(fileBytes: bytes, weightBytes: floats.reduce(0) { $0 + $1.encoding.storageBytes },
+                            weightCount: floats.reduce(0) { $0 + $1.encoding.count })
+        }
+        let source = try Data(contentsOf: URL(fileURLWithPath: model), options: .mappedIfSafe)
+        let report = SweepReport(
+            tool: "shrinkwrap \(Shrinkwrap.version)",
+            model: ModelInfo(file: URL(fileURLWithPath: model).lastPathComponent, sha256: SHA256.hex(source), format: original.sourceFormat),
+            data: DataInfo(description: set.description, count: set.samples.count, sha256: set.sha256, random: set.random),
+            options: ["output": URL(fileURLWithPath: output).lastPathComponent, "compression": settings],
+            reference: size(original, model),
+            variants: [Variant(mode: settings, bits: compression.bits ?? (settings == "fp16" ? 16 : settings == "float32" ? 32 : 8),
+                               granularity: compression.granularity ?? "default", size: size(written, output),
+                               outputs: outputs, layers: layers, file: output)])
+        try writeReports(report, to: reports, protecting: [model, output] + data)
+        for o in outputs {
+            let agreement = o.top1Agreement.map { String(format: "top-1 agreement %.2f%%, ", $0) } ?? ""
+            FileHandle.standardError.write(Data("shrinkwrap: \(o.name): \(agreement)\(String(format: "mean cosine %.6f", o.meanCosine)) over \(o.inputs) inputs\n".utf8))
+        }
+        let why = gates.shortfalls(outputs)
+        if !why.isEmpty {
+            // The rejected model must not stand where a Makefile would take it for a finished target.
+            let rejected = output + ".rejected"
+            try? FileManager.default.removeItem(atPath: rejected)
+            try? FileManager.default.moveItem(atPath: output, toPath: rejected)
+            FileHandle.standardError.write(Data("shrinkwrap: quality gate failed: \(why.joined(separator: "; ")); the model is kept as \(rejected)\n".utf8))
+            Foundation.exit(gateFailedExitCode)
+        }
     }
 }

@@ -92,7 +92,11 @@ enum CoreMLLayerWriters {
         guard ws.count == 4 || ws.count == 3 else { throw LayerWriterError("only 1-D and 2-D convolutions have a layer (weight rank \(ws.count))") }
         let oneD = ws.count == 3
         if oneD { try w.needND("1-D convolution") }
-        func two(_ v: [Int]?, _ d: Int) -> [UInt64] { (v ?? Array(repeating: d, count: oneD ? 1 : 2)).map { UInt64($0) } + (oneD ? [UInt64(d)] : []) }
+        let spatial = oneD ? 1 : 2
+        for k in ["strides", "dilations"] {
+            if let v = ints(n, k), v.count != spatial || v.contains(where: { $0 < 1 }) { throw LayerWriterError("\(k) \(v) for \(spatial)-D") }
+        }
+        func two(_ v: [Int]?, _ d: Int) -> [UInt64] { (v ?? Array(repeating: d, count: spatial)).map { UInt64($0) } + (oneD ? [UInt64(d)] : []) }
         let groups = int(n, "group", 1)
         var c = CoreML_Specification_ConvolutionLayerParams()
         let outShape = try w.shape(n.outputs[0])

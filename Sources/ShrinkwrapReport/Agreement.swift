@@ -62,7 +62,8 @@ public final class AgreementRunner {
         var signal: [String: Double] = [:], noise: [String: Double] = [:]
         // Nodes of the candidate whose output lines up with the reference's (same name, same size).
         var matched = Set<String>()
-        for (k, sample) in inputs.enumerated() {
+        for (k, original) in inputs.enumerated() {
+            let sample = Self.adapt(original, to: candidate)
             let got: [String: Tensor]
             if k < layerSamples {
                 let ref = activations[k]
@@ -105,5 +106,17 @@ public final class AgreementRunner {
             layers.append(LayerMetrics(node: node.name, op: node.opType, weight: weight, weightSQNR: wSQNR, outputSQNR: oSQNR))
         }
         return (acc.map { $0.result() }, layers)
+    }
+
+    /// The sample with integer inputs in the integer type the candidate declares (Core ML
+    /// declares int32 where ONNX has int64); everything else as is.
+    static func adapt(_ sample: [String: Tensor], to g: Graph) -> [String: Tensor] {
+        var out = sample
+        for i in g.runtimeInputs {
+            guard let want = i.dtype, let t = sample[i.name], t.dtype != want, !want.isFloatingPoint, !t.dtype.isFloatingPoint,
+                  case .int(let v) = t.storage else { continue }
+            out[i.name] = Tensor(dtype: want, shape: t.shape, storage: .int(v))
+        }
+        return out
     }
 }
