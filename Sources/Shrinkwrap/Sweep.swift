@@ -129,6 +129,28 @@ public enum Sweep {
         try AtomicFile.write(json, to: dir.appendingPathComponent("manifest.json"))
     }
 
+    /// Compares the model at `candidatePath` with the one at `referencePath` (graphs already loaded)
+    /// over `data`: a report with one variant, `mode` / `bits` / `granularity` naming it.
+    public static func comparison(reference: Graph, at referencePath: String, candidate: Graph, at candidatePath: String,
+                                  data: InputSet, labels: [String], layerSamples: Int = 4, threads: Int? = nil,
+                                  mode: String, bits: Int, granularity: String, options: [String: String]) throws -> SweepReport {
+        let runner = try AgreementRunner(reference: reference, inputs: data.samples, labels: labels.isEmpty ? reference.metadata.labels : labels,
+                                         layerSamples: layerSamples, threads: threads)
+        let (outputs, layers) = try runner.compare(candidate)
+        let source = try Data(contentsOf: URL(fileURLWithPath: referencePath), options: .mappedIfSafe)
+        return SweepReport(
+            tool: "shrinkwrap \(Shrinkwrap.version)",
+            model: ModelInfo(file: URL(fileURLWithPath: referencePath).lastPathComponent, sha256: SHA256.hex(source), format: reference.sourceFormat),
+            data: DataInfo(description: data.description, count: data.samples.count, sha256: data.sha256, random: data.random),
+            options: options, reference: size(reference, fileBytes: source.count),
+            variants: [Variant(mode: mode, bits: bits, granularity: granularity, size: size(candidate, fileBytes: fileSize(candidatePath)),
+                               outputs: outputs, layers: layers, file: candidatePath)])
+    }
+
+    static func fileSize(_ path: String) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int
+    }
+
     /// Weight bytes as stored (packed codes, scales, tables) and the number of weight elements.
     static func size(_ g: Graph, fileBytes: Int?) -> SizeInfo {
         let floats = g.constants.filter { $0.encoding.dtype.isFloatingPoint }

@@ -296,17 +296,8 @@ struct Convert: ParsableCommand {
     @Flag(help: "Print the compression log as JSON.")
     var json = false
 
-    @Option(name: .customLong("data"), help: "Check the written model against the original on this data (.npy / .npz files or folders).")
-    var data: [String] = []
-
-    @Option(help: "Check on N seeded random inputs instead (a last resort, marked in the report).")
-    var random: Int?
-
-    @Option(help: "Seed of --random.")
-    var seed: UInt64 = 1
-
-    @Option(name: .customLong("report"), help: "Agreement report(s) of the written model: .md, .json, .csv, .html.")
-    var reports: [String] = []
+    /// With --data (or --random) and --report or a gate, the written file is read back and checked.
+    @OptionGroup var data: DataFlags
 
     @OptionGroup var gates: GateFlags
 
@@ -343,9 +334,9 @@ struct Convert: ParsableCommand {
         let opts = try options()
         let readsFiles = [model] + [labels, compression.plan, compression.lut].compactMap { $0 }
         try Shrinkwrap.checkWritable(output, inputs: readsFiles)
-        let checks = gates.any || !reports.isEmpty
-        if checks, data.isEmpty, random == nil { throw CLIError(description: "--report and the --min-* gates need --data (or --random N)") }
-        if !checks, !data.isEmpty || random != nil { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
+        let checks = gates.any || !data.reports.isEmpty
+        if checks, !data.given { throw CLIError(description: "--report and the --min-* gates need --data (or --random N)") }
+        if !checks, data.given { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
         var graph = try Shrinkwrap.load(model)
         try Shrinkwrap.apply(opts, to: &graph)
         let original = graph
@@ -362,37 +353,15 @@ struct Convert: ParsableCommand {
     /// reports, then applies the gates (exit 3).
     func check(original: Graph, settings: String) throws {
         let written = try Shrinkwrap.load(output)
-        let set: InputSet
-        if let n = random {
-            guard data.isEmpty else { throw CLIError(description: "give --data or --random, not both") }
-            set = try InputData.random(count: max(n, 1), seed: seed, graph: original)
-            FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8))
-        } else {
-            set = try InputData.load(data, graph: original)
-        }
-        let runner = try AgreementRunner(reference: original, inputs: set.samples, labels: original.metadata.labels)
-        let (outputs, layers) = try runner.compare(written)
-        func size(_ g: Graph, _ path: String) -> SizeInfo {
-            let floats = g.constants.filter { $0.encoding.dtype.isFloatingPoint }
-            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
-            return SizeInfo(fileBytes: bytes, weightBytes: floats.reduce(0) { $0 + $1.encoding.storageBytes },
-                            weightCount: floats.reduce(0) { $0 + $1.encoding.count })
-        }
-        let source = try Data(contentsOf: URL(fileURLWithPath: model), options: .mappedIfSafe)
-        let report = SweepReport(
-            tool: "shrinkwrap \(Shrinkwrap.version)",
-            model: ModelInfo(file: URL(fileURLWithPath: model).lastPathComponent, sha256: SHA256.hex(source), format: original.sourceFormat),
-            data: DataInfo(description: set.description, count: set.samples.count, sha256: set.sha256, random: set.random),
-            options: ["output": URL(fileURLWithPath: output).lastPathComponent, "compression": settings],
-            reference: size(original, model),
-            variants: [Variant(mode: settings, bits: compression.bits ?? (settings == "fp16" ? 16 : settings == "float32" ? 32 : 8),
-                               granularity: compression.granularity ?? "default", size: size(written, output),
-                               outputs: outputs, layers: layers, file: output)])
-        try writeReports(report, to: reports, protecting: [model, output] + data)
-        for o in outputs {
-            let agreement = o.top1Agreement.map { String(format: "top-1 agreement %.2f%%, ", $0) } ?? ""
-            FileHandle.standardError.write(Data("shrinkwrap: \(o.name): \(agreement)\(String(format: "mean cosine %.6f", o.meanCosine)) over \(o.inputs) inputs\n".utf8))
-        }
+        let set = try data.load(graph: original)
+        let report = try Sweep.comparison(
+            reference: original, at: model, candidate: written, at: output, data: set, labels: [], threads: compression.threads,
+            mode: settings, bits: compression.bits ?? (settings == "fp16" ? 16 : settings == "float32" ? 32 : 8),
+            granularity: compression.granularity ?? "default",
+            options: ["output": URL(fileURLWithPath: output).lastPathComponent, "compression": settings])
+        try data.write(report, protecting: [model, output])
+        let outputs = report.variants.first?.outputs ?? []
+        for line in agreementLines(outputs) { FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
         let why = gates.shortfalls(outputs)
         if !why.isEmpty {
             // The rejected model must not stand where a Makefile would take it for a finished target.

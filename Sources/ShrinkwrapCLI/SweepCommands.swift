@@ -18,23 +18,50 @@ struct DataFlags: ParsableArguments {
     @Option(help: "Seed of --random.")
     var seed: UInt64 = 1
 
-    @Option(help: "Class labels, one per line (default: the model's own).")
-    var labels: String?
+    @Option(name: .customLong("report"), help: "Report file(s): .md, .json, .csv, .html. Repeat for several.")
+    var reports: [String] = []
 
-    func load(graph: Graph) throws -> InputSet {
+    var given: Bool { !data.isEmpty || random != nil }
+
+    /// The inputs; random ones are announced on stderr unless `quiet`.
+    func load(graph: Graph, quiet: Bool = false) throws -> InputSet {
         if let n = random {
             guard data.isEmpty else { throw CLIError(description: "give --data or --random, not both") }
             guard n >= 1 else { throw CLIError(description: "--random needs at least 1 input") }
+            if !quiet { FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8)) }
             return try InputData.random(count: n, seed: seed, graph: graph)
         }
         guard !data.isEmpty else { throw CLIError(description: "give --data FOLDER|FILES (or --random N as a last resort)") }
         return try InputData.load(data, graph: graph)
     }
 
-    func labelList() throws -> [String] { try labels.map { try Shrinkwrap.loadLabels($0) } ?? [] }
-
     func info(_ set: InputSet) -> DataInfo {
         DataInfo(description: set.description, count: set.samples.count, sha256: set.sha256, random: set.random)
+    }
+
+    /// Writes the report in the format each --report file's extension names.
+    func write(_ report: SweepReport, protecting inputs: [String]) throws {
+        for f in reports {
+            let ext = URL(fileURLWithPath: f).pathExtension.lowercased()
+            guard let format = ReportFormat.allCases.first(where: { $0.fileExtension == ext }) else {
+                throw CLIError(description: "\(f): report files end in .md, .json, .csv or .html")
+            }
+            try AtomicFile.write(Data(SweepRenderer.render(report, as: format).utf8), to: URL(fileURLWithPath: f),
+                                 protecting: (inputs + data).map { URL(fileURLWithPath: $0) })
+        }
+    }
+}
+
+/// Per-output agreement lines, as compare and convert print them.
+func agreementLines(_ outputs: [OutputMetrics]) -> [String] {
+    outputs.map { o in
+        var line = "\(o.name): \(o.inputs) inputs"
+        if let a = o.top1Agreement { line += String(format: ", top-1 agreement %.2f%%", a) }
+        if let a = o.top5Agreement { line += String(format: ", top-5 %.2f%%", a) }
+        line += String(format: ", cosine mean %.6f min %.6f", o.meanCosine, o.minCosine)
+        line += o.psnrDB.map { String(format: ", PSNR %.2f dB", $0) } ?? ", identical"
+        line += String(format: ", max |err| %.3g", o.maxAbsError)
+        return ([line] + o.flips.prefix(5).map { "  \($0.reference) → \($0.candidate): \($0.count)" }).joined(separator: "\n")
     }
 }
 
@@ -66,18 +93,6 @@ struct GateFlags: ParsableArguments {
             if let m = minPSNR, let p = o.psnrDB, p < m { why.append(String(format: "PSNR %.2f dB < %.2f dB (output '%@')", p, m, o.name)) }
         }
         return why
-    }
-}
-
-/// Writes the report in the format each file's extension names (.md, .json, .csv, .html).
-func writeReports(_ report: SweepReport, to files: [String], protecting inputs: [String]) throws {
-    for f in files {
-        let ext = URL(fileURLWithPath: f).pathExtension.lowercased()
-        guard let format = ReportFormat.allCases.first(where: { $0.fileExtension == ext }) else {
-            throw CLIError(description: "\(f): report files end in .md, .json, .csv or .html")
-        }
-        try AtomicFile.write(Data(SweepRenderer.render(report, as: format).utf8), to: URL(fileURLWithPath: f),
-                             protecting: inputs.map { URL(fileURLWithPath: $0) })
     }
 }
 
@@ -120,8 +135,8 @@ struct SweepCommand: ParsableCommand {
     @Option(name: .customLong("out-format"), help: "Extension of the written variants (default: the model's, else mlmodel).")
     var outFormat: String?
 
-    @Option(name: .customLong("report"), help: "Report file(s): .md, .json, .csv, .html. Repeat for several.")
-    var reports: [String] = []
+    @Option(help: "Class labels, one per line (default: the model's own).")
+    var labels: String?
 
     @Option(name: .customLong("dump-weights"), help: "Write each variant's decoded compressed weights here (for independent re-runs).")
     var dumpWeights: String?
@@ -139,7 +154,7 @@ struct SweepCommand: ParsableCommand {
 
     func run() throws {
         let graph = try Shrinkwrap.load(model)
-        let set = try data.load(graph: graph)
+        let set = try data.load(graph: graph, quiet: quiet)
         var o = SweepOptions()
         o.modes = modes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         o.bits = try bits.split(separator: ",").map {
@@ -152,11 +167,10 @@ struct SweepCommand: ParsableCommand {
         o.outFormat = outFormat
         o.threads = threads
         o.layerSamples = layerSamples
-        o.labels = try data.labelList()
+        o.labels = try labels.map { try Shrinkwrap.loadLabels($0) } ?? []
         o.dumpWeightsDir = dumpWeights
-        if set.random && !quiet { FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8)) }
         let report = try Sweep.run(model: model, inputs: set.samples, data: data.info(set), options: o, progress: progressLine(quiet))
-        try writeReports(report, to: reports, protecting: [model] + data.data)
+        try data.write(report, protecting: [model])
         print(SweepRenderer.markdown(report), terminator: "")
         if gates.any {
             let passing = report.variants.filter { gates.shortfalls($0.outputs).isEmpty }
@@ -185,8 +199,8 @@ struct Compare: ParsableCommand {
 
     @OptionGroup var data: DataFlags
 
-    @Option(name: .customLong("report"), help: "Report file(s): .md, .json, .csv, .html. Repeat for several.")
-    var reports: [String] = []
+    @Option(help: "Class labels, one per line (default: the reference model's own).")
+    var labels: String?
 
     @Option(name: .customLong("layer-samples"), help: "Inputs whose intermediate values feed the per-layer table (same node names only).")
     var layerSamples = 4
@@ -202,37 +216,14 @@ struct Compare: ParsableCommand {
     func run() throws {
         let ref = try Shrinkwrap.load(reference)
         let cand = try Shrinkwrap.load(candidate)
-        let set = try data.load(graph: ref)
-        if set.random && !quiet { FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8)) }
-        let labels = try data.labelList()
-        let runner = try AgreementRunner(reference: ref, inputs: set.samples, labels: labels.isEmpty ? ref.metadata.labels : labels,
-                                         layerSamples: layerSamples, threads: threads)
-        let (outputs, layers) = try runner.compare(cand)
-        func size(_ g: Graph, _ path: String) -> SizeInfo {
-            let floats = g.constants.filter { $0.encoding.dtype.isFloatingPoint }
-            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
-            return SizeInfo(fileBytes: bytes, weightBytes: floats.reduce(0) { $0 + $1.encoding.storageBytes },
-                            weightCount: floats.reduce(0) { $0 + $1.encoding.count })
-        }
-        let refData = try Data(contentsOf: URL(fileURLWithPath: reference), options: .mappedIfSafe)
-        let report = SweepReport(
-            tool: "shrinkwrap \(Shrinkwrap.version)",
-            model: ModelInfo(file: URL(fileURLWithPath: reference).lastPathComponent, sha256: SHA256.hex(refData), format: ref.sourceFormat),
-            data: data.info(set), options: ["candidate": URL(fileURLWithPath: candidate).lastPathComponent],
-            reference: size(ref, reference),
-            variants: [Variant(mode: "candidate", bits: 0, granularity: URL(fileURLWithPath: candidate).lastPathComponent,
-                               size: size(cand, candidate), outputs: outputs, layers: layers, file: candidate)])
-        try writeReports(report, to: reports, protecting: [reference, candidate] + data.data)
-        for o in outputs {
-            var line = "\(o.name): \(o.inputs) inputs"
-            if let a = o.top1Agreement { line += String(format: ", top-1 agreement %.2f%%", a) }
-            if let a = o.top5Agreement { line += String(format: ", top-5 %.2f%%", a) }
-            line += String(format: ", cosine mean %.6f min %.6f", o.meanCosine, o.minCosine)
-            line += o.psnrDB.map { String(format: ", PSNR %.2f dB", $0) } ?? ", identical"
-            line += String(format: ", max |err| %.3g", o.maxAbsError)
-            print(line)
-            for f in o.flips.prefix(5) { print("  \(f.reference) → \(f.candidate): \(f.count)") }
-        }
+        let set = try data.load(graph: ref, quiet: quiet)
+        let name = URL(fileURLWithPath: candidate).lastPathComponent
+        let report = try Sweep.comparison(reference: ref, at: reference, candidate: cand, at: candidate, data: set,
+                                          labels: try labels.map { try Shrinkwrap.loadLabels($0) } ?? [], layerSamples: layerSamples,
+                                          threads: threads, mode: "candidate", bits: 0, granularity: name, options: ["candidate": name])
+        try data.write(report, protecting: [reference, candidate])
+        let outputs = report.variants.first?.outputs ?? []
+        for line in agreementLines(outputs) { print(line) }
         let why = gates.shortfalls(outputs)
         if !why.isEmpty {
             FileHandle.standardError.write(Data("shrinkwrap: quality gate failed: \(why.joined(separator: "; "))\n".utf8))
