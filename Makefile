@@ -12,13 +12,13 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep demo bench schemas schemas-check testdata clean
+.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
 
 # --- machine setup (idempotent) -------------------------------------------
-APT_PACKAGES := libopenblas-dev protobuf-compiler
+APT_PACKAGES := libopenblas-dev protobuf-compiler libpng-dev libjpeg-dev
 
 deps: ## install the Debian packages the build and tests use (idempotent)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -92,7 +92,7 @@ test: deps venv testdata schemas-check build ## build, run every test suite and 
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
-	$(MAKE) --no-print-directory test-gates crosscheck-sweep
+	$(MAKE) --no-print-directory test-gates crosscheck-sweep crosscheck-inputs test-html
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
@@ -158,6 +158,22 @@ test-gates: deps venv testdata build out/demo/data/.stamp
 crosscheck-sweep: out/demo/sweep.md
 	$(PY) Scripts/sweep_crosscheck.py --model $(DEMO_MODEL) --data out/demo/data --report out/demo/sweep.json \
 	  --weights out/demo/weights --variants linear-4,kmeans-lut-2,linear-lut-1
+
+# Images and text become the tensors Pillow + NumPy and Model Maker's tokenizer give (bit for bit).
+crosscheck-inputs: deps venv build ## image preprocessing vs Pillow, text tokenization vs Model Maker's rules
+	$(PY) Scripts/inputs_crosscheck.py --shrinkwrap $(BIN)
+
+# The HTML report rendered by headless Chromium and checked (plot series visible, warning banner, no external assets).
+# Chromium is optional (`make deps-browser`); without it the check is skipped, and says so.
+test-html: out/demo/sweep.md ## screenshot the demo's HTML report in headless Chromium (skipped, loudly, without Chromium)
+	@$(PY) Scripts/html_screenshot.py --html out/demo/sweep.html --png out/demo/sweep.png; code=$$?; \
+	  if [ $$code -eq 2 ]; then echo "*** test-html SKIPPED: Chromium is not installed (make deps-browser installs it) ***"; \
+	  elif [ $$code -ne 0 ]; then exit $$code; fi
+
+deps-browser: ## install Chromium for the HTML screenshot check (optional, ~300 MB)
+	@dpkg -s chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 bench: deps venv testdata build ## inference ms vs onnxruntime; compression seconds vs coremltools; a full sweep (~15 min)
 	$(PY) Scripts/bench.py --shrinkwrap $(BIN) --runs 20 --threads 2 $(TESTDATA)/models/light_resnet50.onnx $(TESTDATA)/models/light_squeezenet.onnx

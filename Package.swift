@@ -37,7 +37,16 @@ let package = Package(
             name: "ShrinkwrapCoreML",
             dependencies: ["ShrinkwrapIR", "CoreMLSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
-        .target(name: "Shrinkwrap", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapReport"]),
+        // libpng / libjpeg behind a C shim that turns their longjmp errors into messages (Linux; ImageIO on Apple platforms).
+        .target(
+            name: "CImageCodecs",
+            linkerSettings: [.linkedLibrary("png", .when(platforms: [.linux])), .linkedLibrary("jpeg", .when(platforms: [.linux]))]
+        ),
+        .target(
+            name: "Shrinkwrap",
+            dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapReport",
+                           .target(name: "CImageCodecs", condition: .when(platforms: [.linux]))]
+        ),
         .executableTarget(
             name: "ShrinkwrapCLI",
             dependencies: ["Shrinkwrap", "ShrinkwrapReport", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -27,7 +27,18 @@ public struct InputSet: Sendable {
     }
 }
 
-/// Loading model inputs from .npy / .npz files, and deterministic random inputs.
+/// How image and text files become inputs (ignored for .npy / .npz).
+public struct DataOptions: Sendable, Equatable {
+    public var image = ImagePreprocessing()
+    /// Needed for text files.
+    public var vocabulary: Vocabulary?
+    /// Token ids per sentence; nil takes the input's fixed length.
+    public var sequenceLength: Int?
+    public init() {}
+}
+
+/// Loading model inputs from .npy / .npz files, PNG / JPEG images and text
+/// files, and deterministic random inputs.
 public enum InputData {
     public struct Error: UserFacingError, Equatable {
         public let reason: String
@@ -35,8 +46,13 @@ public enum InputData {
         init(_ reason: String) { self.reason = reason }
     }
 
-    /// `specs`: folders, .npy files, .npz files, or NAME=PATH for multi-input models
-    /// (NAME=FOLDER pairs the sorted files of each folder by position).
+    /// `specs`: folders, .npy / .npz / .png / .jpg / .txt files, or NAME=PATH
+    /// for multi-input models (NAME=FOLDER pairs the sorted files of each
+    /// folder by position).
+    ///
+    /// An image is one sample, prepared by `options.image` (see
+    /// `ImagePreprocessing`); a text file gives one sample per non-blank line,
+    /// tokenized with `options.vocabulary` (see `Vocabulary.encode`).
     ///
     /// Without names, a single-input model takes each .npy as one sample and
     /// an .npz holds one sample with one member per input name (or a single
@@ -49,17 +65,60 @@ public enum InputData {
     /// is checked against the input's dtype and shape (fixed dimensions must
     /// match, symbolic ones take any size); float64 becomes float32 and int32 /
     /// int64 become each other when the input wants the other type.
-    public static func load(_ specs: [String], graph: Graph) throws -> InputSet {
+    public static func load(_ specs: [String], graph: Graph, options: DataOptions = DataOptions()) throws -> InputSet {
         let inputs = graph.runtimeInputs
         guard !inputs.isEmpty else { throw Error("the model has no runtime inputs to feed data to") }
         guard !specs.isEmpty else { throw Error("no input data given") }
         let parsed = try specs.map { try parse($0, inputs: inputs) }
         let namedCount = parsed.filter { $0.name != nil }.count
-        if namedCount == 0 { return try loadUnnamed(parsed.map(\.path), inputs: inputs) }
-        guard namedCount == parsed.count else {
-            throw Error("mixing NAME=PATH and plain paths in the input data is not supported: give every input as NAME=PATH")
+        let reader = Reader(graph: graph, options: options)
+        var set: InputSet
+        if namedCount == 0 {
+            set = try loadUnnamed(parsed.map(\.path), inputs: inputs, reader: reader)
+        } else {
+            guard namedCount == parsed.count else {
+                throw Error("mixing NAME=PATH and plain paths in the input data is not supported: give every input as NAME=PATH")
+            }
+            set = try loadNamed(parsed.map { (name: $0.name ?? "", path: $0.path) }, inputs: inputs, reader: reader)
         }
-        return try loadNamed(parsed.map { (name: $0.name ?? "", path: $0.path) }, inputs: inputs)
+        if options.image.isSet && reader.images == 0 {
+            throw Error("image options (--resize, --center-crop, --scale, --mean, --std, --color, --layout) were given but the data has no .png / .jpg images")
+        }
+        if options.vocabulary != nil && reader.texts == 0 {
+            throw Error("--vocab was given but the data has no .txt files")
+        }
+        if reader.images > 0, !options.image.summary.isEmpty {
+            set.description += " (\(options.image.summary))"
+        }
+        return set
+    }
+
+    /// Reads one data file as samples of one input; counts what it read.
+    final class Reader {
+        let graph: Graph
+        let options: DataOptions
+        var images = 0
+        var texts = 0
+        init(graph: Graph, options: DataOptions) { self.graph = graph; self.options = options }
+
+        /// The samples a .npy, image or text file gives for `info`.
+        func samples(_ f: DataFile, for info: ValueInfo) throws -> [(tensor: Tensor, source: String)] {
+            switch f.kind {
+            case .npy:
+                let parts = try fit(try readNPY(f), to: info, file: f.display)
+                return parts.enumerated().map { k, t in (t, parts.count == 1 ? f.display : "\(f.display)[\(k)]") }
+            case .image:
+                images += 1
+                let t = try ImageData.tensor(fromFile: f.url, display: f.display, for: info, graph: graph, options: options.image)
+                return [(try convert(t, to: info, file: f.display), f.display)]
+            case .text:
+                texts += 1
+                return try TextData.tensors(fromFile: f.url, display: f.display, for: info, vocabulary: options.vocabulary,
+                                            sequenceLength: options.sequenceLength)
+            case .npz:
+                throw Error("\(f.display): internal: .npz files are read per member")
+            }
+        }
     }
 
     /// Deterministic random inputs (same seed → same bytes on every machine):
@@ -215,7 +274,7 @@ public enum InputData {
         return (nil, spec)
     }
 
-    enum Kind { case npy, npz }
+    enum Kind { case npy, npz, image, text }
 
     struct DataFile {
         var url: URL
@@ -232,20 +291,27 @@ public enum InputData {
     }
 
     static func kind(of name: String) -> Kind? {
-        let lower = name.lowercased()
-        if lower.hasSuffix(".npy") { return .npy }
-        if lower.hasSuffix(".npz") { return .npz }
+        let ext = URL(fileURLWithPath: name).pathExtension.lowercased()
+        if ext == "npy" { return .npy }
+        if ext == "npz" { return .npz }
+        if ImageData.extensions.contains(ext) { return .image }
+        if TextData.extensions.contains(ext) { return .text }
         return nil
     }
 
-    static func expand(_ path: String) throws -> Expansion {
+    static let kindsText = ".npy, .npz, .png, .jpg or .txt"
+
+    /// A file, or a folder's data files. In a folder, .txt files count as
+    /// data only when `text` is true (a vocabulary was given); otherwise
+    /// they are left alone like any other file (a README, labels.txt).
+    static func expand(_ path: String, text: Bool) throws -> Expansion {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw Error("\(path): no such file or folder")
         }
         let url = URL(fileURLWithPath: path)
         guard isDirectory.boolValue else {
-            guard let k = kind(of: path) else { throw Error("\(path): not a .npy or .npz file (input data must be NumPy .npy or .npz)") }
+            guard let k = kind(of: path) else { throw Error("\(path): not a \(kindsText) file (input data are NumPy arrays, PNG / JPEG images or text)") }
             return Expansion(path: path, files: [DataFile(url: url, display: path, kind: k)], isFolder: false)
         }
         let names: [String]
@@ -260,16 +326,16 @@ public enum InputData {
             let fileURL = url.appendingPathComponent(name)
             var sub: ObjCBool = false
             guard FileManager.default.fileExists(atPath: fileURL.path, isDirectory: &sub), !sub.boolValue else { continue }
-            if let k = kind(of: name) {
+            if let k = kind(of: name), k != .text || text {
                 files.append(DataFile(url: fileURL, display: prefix + name, kind: k))
             } else {
                 others.append(name)
             }
         }
         if files.isEmpty {
-            if others.isEmpty { throw Error("\(prefix): the folder has no files (expected .npy or .npz input data)") }
+            if others.isEmpty { throw Error("\(prefix): the folder has no files (expected \(kindsText) input data)") }
             let shown = others.prefix(3).joined(separator: ", ") + (others.count > 3 ? ", …" : "")
-            throw Error("\(prefix): no .npy or .npz files in the folder (found \(others.count) other file\(others.count == 1 ? "" : "s"): \(shown))")
+            throw Error("\(prefix): no \(kindsText) files in the folder (found \(others.count) other file\(others.count == 1 ? "" : "s"): \(shown))")
         }
         return Expansion(path: prefix, files: files, isFolder: true)
     }
@@ -291,25 +357,24 @@ public enum InputData {
 
     // MARK: - Loading
 
-    static func loadUnnamed(_ paths: [String], inputs: [ValueInfo]) throws -> InputSet {
+    static func loadUnnamed(_ paths: [String], inputs: [ValueInfo], reader: Reader) throws -> InputSet {
         var samples: [[String: Tensor]] = []
         var sources: [String] = []
         var summaries: [String] = []
         var fileCount = 0
         for path in paths {
-            let ex = try expand(path)
+            let ex = try expand(path, text: reader.options.vocabulary != nil)
             let before = samples.count
             for f in ex.files {
                 fileCount += 1
                 switch f.kind {
-                case .npy:
+                case .npy, .image, .text:
                     guard inputs.count == 1 else {
-                        throw Error("\(f.display): the model has \(inputs.count) inputs (\(inputs.map(\.name).joined(separator: ", "))) but a .npy holds one array; use .npz files with one member per input, or NAME=PATH for each input")
+                        throw Error("\(f.display): the model has \(inputs.count) inputs (\(inputs.map(\.name).joined(separator: ", "))) but this file feeds one; use .npz files with one member per input, or NAME=PATH for each input")
                     }
-                    let parts = try fit(try readNPY(f), to: inputs[0], file: f.display)
-                    for (k, t) in parts.enumerated() {
+                    for (t, source) in try reader.samples(f, for: inputs[0]) {
                         samples.append([inputs[0].name: t])
-                        sources.append(parts.count == 1 ? f.display : "\(f.display)[\(k)]")
+                        sources.append(source)
                     }
                 case .npz:
                     let members = try readNPZ(f)
@@ -349,7 +414,7 @@ public enum InputData {
         return InputSet(samples: samples, sources: sources, description: description, random: false)
     }
 
-    static func loadNamed(_ specs: [(name: String, path: String)], inputs: [ValueInfo]) throws -> InputSet {
+    static func loadNamed(_ specs: [(name: String, path: String)], inputs: [ValueInfo], reader: Reader) throws -> InputSet {
         var seen = Set<String>()
         for s in specs where !seen.insert(s.name).inserted { throw Error("input '\(s.name)' is given twice") }
         for i in inputs where !seen.contains(i.name) {
@@ -359,15 +424,15 @@ public enum InputData {
         var columns: [(name: String, parts: [(tensor: Tensor, source: String)], summary: String)] = []
         for i in inputs {
             guard let spec = specs.first(where: { $0.name == i.name }) else { continue }
-            let ex = try expand(spec.path)
+            let ex = try expand(spec.path, text: reader.options.vocabulary != nil)
             var parts: [(tensor: Tensor, source: String)] = []
             for f in ex.files {
                 let tensor: Tensor
                 let label: String
                 switch f.kind {
-                case .npy:
-                    tensor = try readNPY(f)
-                    label = f.display
+                case .npy, .image, .text:
+                    parts += try reader.samples(f, for: i)
+                    continue
                 case .npz:
                     let members = try readNPZ(f)
                     if members.count == 1 {
@@ -406,10 +471,16 @@ public enum InputData {
         let files = ex.files.count
         let extra = samples == files ? "" : " (\(samples) sample\(samples == 1 ? "" : "s"))"
         guard ex.isFolder else { return ex.path + extra }
-        let npy = ex.files.filter { $0.kind == .npy }.count
-        let npz = files - npy
+        let names: [(Kind, String, String)] = [(.npy, ".npy file", ".npy"), (.npz, ".npz file", ".npz"), (.image, "image", "images"),
+                                               (.text, "text file", "text")]
+        let counts = names.map { k in (k, ex.files.filter { $0.kind == k.0 }.count) }.filter { $0.1 > 0 }
         let s = files == 1 ? "" : "s"
-        let kinds = npz == 0 ? ".npy file\(s)" : npy == 0 ? ".npz file\(s)" : "files (\(npy) .npy, \(npz) .npz)"
+        let kinds: String
+        if counts.count == 1, let only = counts.first {
+            kinds = only.0.1 + s
+        } else {
+            kinds = "files (" + counts.map { "\($0.1) \($0.0.2)" }.joined(separator: ", ") + ")"
+        }
         return "\(files) \(kinds) in \(ex.path)\(extra)"
     }
 

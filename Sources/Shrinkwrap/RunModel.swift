@@ -4,8 +4,21 @@ import ShrinkwrapRuntime
 
 /// Running a model on named inputs: the library side of `shrinkwrap run`.
 public enum ModelRunner {
-    /// Loads .npy inputs given as `NAME=FILE` or, for a single-input model, `FILE`.
-    public static func loadInputs(_ specs: [String], graph: Graph) throws -> [String: Tensor] {
+    /// The input of a single-input text model for one sentence (see `Vocabulary.encode`).
+    public static func textInput(_ sentence: String, graph: Graph, options: DataOptions) throws -> [String: Tensor] {
+        let inputs = graph.runtimeInputs
+        guard inputs.count == 1 else {
+            throw RunError(description: "--text feeds a model with one input; this one has \(inputs.count) (\(inputs.map(\.name).joined(separator: ", ")))")
+        }
+        let samples = try TextData.tensors(fromText: sentence.replacingOccurrences(of: "\n", with: " "), display: "--text", for: inputs[0],
+                                           vocabulary: options.vocabulary, sequenceLength: options.sequenceLength)
+        guard let t = samples.first?.tensor else { throw RunError(description: "--text is empty") }
+        return [inputs[0].name: t]
+    }
+
+    /// Loads .npy or image (PNG / JPEG, prepared by `options.image`) inputs
+    /// given as `NAME=FILE` or, for a single-input model, `FILE`.
+    public static func loadInputs(_ specs: [String], graph: Graph, options: DataOptions = DataOptions()) throws -> [String: Tensor] {
         let inputs = graph.runtimeInputs
         var out: [String: Tensor] = [:]
         for spec in specs {
@@ -22,9 +35,15 @@ public enum ModelRunner {
                 path = spec
             }
             if out[name] != nil { throw RunError(description: "input '\(name)' is given twice") }
-            let t = try NPY.read(URL(fileURLWithPath: path))
             guard let info = inputs.first(where: { $0.name == name }) else {
                 throw RunError(description: "the model has no input '\(name)'")
+            }
+            let t: Tensor
+            if InputData.kind(of: path) == .image {
+                t = try InputData.convert(ImageData.tensor(fromFile: URL(fileURLWithPath: path), display: path, for: info, graph: graph,
+                                                           options: options.image), to: info, file: path)
+            } else {
+                t = try NPY.read(URL(fileURLWithPath: path))
             }
             do { try Interpreter.check(t, against: info) } catch let e as KernelError {
                 throw RunError(description: "\(path): \(e.description)")

@@ -17,7 +17,7 @@ struct ShrinkwrapCommand: ParsableCommand {
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
         version: Shrinkwrap.version,
-        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, Compare.self]
+        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, Compare.self, Prepare.self]
     )
 
     /// Runs the command; a `UserFacingError` becomes one line on stderr and
@@ -58,13 +58,19 @@ struct Inspect: ParsableCommand {
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a model on .npy inputs; write every output as .npy and show the top-5 of class scores.")
+        abstract: "Run a model on .npy, image or text inputs; write every output as .npy and show the top-5 of class scores.")
 
     @Argument(help: "The model file (.onnx).")
     var model: String
 
-    @Option(name: .shortAndLong, help: "An input as NAME=FILE.npy (or just FILE.npy for a single-input model). Repeat for more inputs.")
+    @Option(name: .shortAndLong, help: "An input as NAME=FILE (or just FILE for a single-input model): .npy, or a PNG / JPEG image. Repeat for more inputs.")
     var input: [String] = []
+
+    @Option(help: "A sentence for a text model (with --vocab).")
+    var text: String?
+
+    @OptionGroup(title: "Image and text inputs")
+    var prep: PrepFlags
 
     @Option(name: .customLong("output-dir"), help: "Folder for the outputs (one NAME.npy each).")
     var outputDir: String?
@@ -77,7 +83,14 @@ struct Run: ParsableCommand {
 
     func run() throws {
         let graph = try Shrinkwrap.load(model)
-        let inputs = try ModelRunner.loadInputs(input, graph: graph)
+        let options = try prep.options()
+        let inputs: [String: Tensor]
+        if let text {
+            guard input.isEmpty else { throw CLIError(description: "give --text or --input, not both") }
+            inputs = try ModelRunner.textInput(text, graph: graph, options: options)
+        } else {
+            inputs = try ModelRunner.loadInputs(input, graph: graph, options: options)
+        }
         let interpreter = try Interpreter(graph: graph, options: .init(threads: threads))
         let outputs = try interpreter.run(inputs)
         let labels = graph.metadata.labels

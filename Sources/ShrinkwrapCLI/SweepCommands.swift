@@ -7,10 +7,89 @@ import ShrinkwrapReport
 /// Exit code of a quality gate that failed (the report is written first).
 let gateFailedExitCode: Int32 = 3
 
+/// How images and text become inputs.
+struct PrepFlags: ParsableArguments {
+    @Option(help: ArgumentHelp("Images: resize first; N = shorter side (aspect kept), or WxH.", valueName: "N|WxH"))
+    var resize: String?
+
+    @Option(name: .customLong("center-crop"), help: ArgumentHelp("Images: then keep the centre N×N or W×H.", valueName: "N|WxH"))
+    var centerCrop: String?
+
+    @Option(help: ArgumentHelp("Images: multiply pixels (0…255) by this, e.g. 1/255.", valueName: "S"))
+    var scale: String?
+
+    @Option(help: ArgumentHelp("Images: subtract after --scale; one value or one per channel (R,G,B).", valueName: "M[,M,M]"))
+    var mean: String?
+
+    @Option(help: ArgumentHelp("Images: divide after --mean; one value or one per channel.", valueName: "S[,S,S]"))
+    var std: String?
+
+    @Option(help: ArgumentHelp("Images: channel order RGB, BGR or GRAY (default: the model's image input, else RGB / GRAY by channels).", valueName: "RGB|BGR|GRAY"))
+    var color: String?
+
+    @Option(help: ArgumentHelp("Images: NCHW or NHWC (default: from the input's shape).", valueName: "NCHW|NHWC"))
+    var layout: String?
+
+    @Option(help: ArgumentHelp("Text: the model's vocabulary, one \"word id\" per line.", valueName: "vocab.txt"))
+    var vocab: String?
+
+    @Option(name: .customLong("sequence-length"), help: ArgumentHelp("Text: token ids per sentence (default: the input's fixed length).", valueName: "N"))
+    var sequenceLength: Int?
+
+    var any: Bool {
+        resize != nil || centerCrop != nil || scale != nil || mean != nil || std != nil || color != nil || layout != nil
+            || vocab != nil || sequenceLength != nil
+    }
+
+    /// Bad values are usage errors (exit 64), found before any model is read.
+    func validate() throws {
+        var copy = self
+        copy.vocab = nil
+        _ = try copy.options()
+    }
+
+    func options() throws -> DataOptions {
+        var o = DataOptions()
+        func size(_ text: String?, _ flag: String) throws -> ImagePreprocessing.Size? {
+            guard let text else { return nil }
+            guard let s = ImagePreprocessing.Size.parse(text) else { throw ValidationError("--\(flag) '\(text)': give N or WxH (1…65536)") }
+            return s
+        }
+        o.image.resize = try size(resize, "resize")
+        o.image.centerCrop = try size(centerCrop, "center-crop")
+        if let scale {
+            guard let v = ImagePreprocessing.parseNumber(scale) else { throw ValidationError("--scale '\(scale)': give a number or a fraction like 1/255") }
+            o.image.scale = v
+        }
+        for (text, flag) in [(mean, "mean"), (std, "std")] {
+            guard let text else { continue }
+            guard let v = ImagePreprocessing.parseList(text) else { throw ValidationError("--\(flag) '\(text)': give one number or a comma-separated list") }
+            if flag == "mean" { o.image.mean = v } else { o.image.std = v }
+        }
+        if let color {
+            guard let c = ColorLayout(rawValue: color.uppercased()) else { throw ValidationError("--color '\(color)': give RGB, BGR or GRAY") }
+            o.image.color = c
+        }
+        if let layout {
+            guard let l = ImagePreprocessing.Layout(rawValue: layout.uppercased()) else { throw ValidationError("--layout '\(layout)': give NCHW or NHWC") }
+            o.image.layout = l
+        }
+        if let vocab { o.vocabulary = try Vocabulary.load(vocab) }
+        if let n = sequenceLength {
+            guard n >= 1 else { throw ValidationError("--sequence-length must be at least 1") }
+            o.sequenceLength = n
+        }
+        return o
+    }
+}
+
 /// Where the inputs come from: files, or seeded random data (marked in every report).
 struct DataFlags: ParsableArguments {
-    @Option(name: .customLong("data"), help: "Input data: a folder or list of .npy / .npz files; NAME=PATH for multi-input models. Repeat for several.")
+    @Option(name: .customLong("data"), help: "Input data: a folder or list of .npy / .npz files, PNG / JPEG images, or .txt files (one sentence per line); NAME=PATH for multi-input models. Repeat for several.")
     var data: [String] = []
+
+    @OptionGroup(title: "Image and text inputs")
+    var prep: PrepFlags
 
     @Option(help: "No data: N seeded random inputs (a last resort; every report says so loudly).")
     var random: Int?
@@ -28,11 +107,12 @@ struct DataFlags: ParsableArguments {
         if let n = random {
             guard data.isEmpty else { throw CLIError(description: "give --data or --random, not both") }
             guard n >= 1 else { throw CLIError(description: "--random needs at least 1 input") }
+            guard !prep.any else { throw CLIError(description: "image and text options apply to --data files, not --random") }
             if !quiet { FileHandle.standardError.write(Data("shrinkwrap: \(SweepReport.randomDataWarning)\n".utf8)) }
             return try InputData.random(count: n, seed: seed, graph: graph)
         }
         guard !data.isEmpty else { throw CLIError(description: "give --data FOLDER|FILES (or --random N as a last resort)") }
-        return try InputData.load(data, graph: graph)
+        return try InputData.load(data, graph: graph, options: try prep.options())
     }
 
     func info(_ set: InputSet) -> DataInfo {
@@ -229,5 +309,50 @@ struct Compare: ParsableCommand {
             FileHandle.standardError.write(Data("shrinkwrap: quality gate failed: \(why.joined(separator: "; "))\n".utf8))
             Foundation.exit(gateFailedExitCode)
         }
+    }
+}
+
+/// The inputs exactly as compare / sweep / convert feed them, written as .npy.
+struct Prepare: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the inputs as the model is fed them (after image preprocessing or tokenization), one .npy per input and sample.",
+        discussion: """
+        Files are named NNNNN.npy (single-input models) or NNNNN-INPUT.npy, in the order the other commands use; \
+        manifest.json lists each sample's source (file, file:line, file[k]) and files.
+        """)
+
+    @Argument(help: "The model file (its inputs decide shapes, layout and dtype).")
+    var model: String
+
+    @OptionGroup var data: DataFlags
+
+    @Option(name: [.customShort("o"), .customLong("out-dir")], help: "Folder for the .npy files.")
+    var outDir: String
+
+    func run() throws {
+        guard data.reports.isEmpty else { throw CLIError(description: "prepare writes no report; drop --report") }
+        let graph = try Shrinkwrap.load(model)
+        let set = try data.load(graph: graph)
+        let dir = URL(fileURLWithPath: outDir)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let protected = ([model] + data.data).map { URL(fileURLWithPath: $0) }
+        let names = graph.runtimeInputs.map(\.name)
+        var manifest: [[String: Any]] = []
+        for (k, sample) in set.samples.enumerated() {
+            var files: [String: String] = [:]
+            for name in names {
+                guard let t = sample[name] else { continue }
+                let file = names.count == 1
+                    ? String(format: "%05d.npy", k)
+                    : String(format: "%05d-", k) + ModelRunner.fileName(for: name) + ".npy"
+                try AtomicFile.write(NPY.encode(t), to: dir.appendingPathComponent(file), protecting: protected)
+                files[name] = file
+            }
+            manifest.append(["sample": k, "source": set.sources[k], "files": files])
+        }
+        let json = try JSONSerialization.data(withJSONObject: ["description": set.description, "sha256": set.sha256, "samples": manifest],
+                                              options: [.prettyPrinted, .sortedKeys])
+        try AtomicFile.write(json, to: dir.appendingPathComponent("manifest.json"), protecting: protected)
+        print("\(set.samples.count) sample\(set.samples.count == 1 ? "" : "s") (\(set.description)) → \(dir.path)")
     }
 }

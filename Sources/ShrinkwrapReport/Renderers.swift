@@ -323,18 +323,22 @@ public enum SweepRenderer {
         let refX = px(0), refY = py(100)
         s += "<path d=\"M \(n(refX)) \(n(refY - 6)) L \(n(refX + 6)) \(n(refY)) L \(n(refX)) \(n(refY + 6)) L \(n(refX - 6)) \(n(refY)) Z\" fill=\"#777\"/>\n"
 
-        // One polyline and labelled markers per mode.
+        // One polyline and labelled markers per mode. Modes often coincide
+        // (linear-lut and kmeans-lut at 8 bits), so earlier series are drawn
+        // wider and later ones on top, narrower: every colour stays visible.
         for (i, series) in plot.series.enumerated() {
             let color = palette[i % palette.count]
+            let under = Double(plot.series.count - 1 - i)
+            let strokeWidth = 2 + 1.5 * under, radius = 4 + 1.5 * under
             let points = series.points.filter { $0.reduction.isFinite && $0.match.isFinite }
             s += "<g class=\"series\" data-mode=\"\(htmlEscape(series.mode))\">\n"
             if points.count >= 2 {
                 let coords = points.map { "\(n(px($0.reduction))),\(n(py($0.match)))" }.joined(separator: " ")
-                s += "<polyline points=\"\(coords)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
+                s += "<polyline points=\"\(coords)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"\(n(strokeWidth))\" stroke-linejoin=\"round\"/>\n"
             }
             for p in points {
                 let x = px(p.reduction), y = py(p.match)
-                s += "<circle cx=\"\(n(x))\" cy=\"\(n(y))\" r=\"4\" fill=\"\(color)\">"
+                s += "<circle cx=\"\(n(x))\" cy=\"\(n(y))\" r=\"\(n(radius))\" fill=\"\(color)\">"
                 s += "<title>\(htmlEscape(series.mode)) \(p.bits)-bit: \(reduction(p.reduction)) % smaller, match \(percent(p.match)) %\(p.isCosine ? " (cosine × 100)" : "")</title></circle>"
                 s += "<text x=\"\(n(x + 6))\" y=\"\(n(y - 6))\" fill=\"\(color)\">\(p.bits)</text>\n"
             }

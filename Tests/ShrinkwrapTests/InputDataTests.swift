@@ -655,7 +655,7 @@ final class InputDataTests: XCTestCase {
         try FileManager.default.copyItem(atPath: stored, toPath: path("mixed/a.npz"))
         try save(Tensor([1, 2, 3], shape: [1, 3]), "mixed/b.npy")
         let npy = errorText { _ = try InputData.load([path("mixed")], graph: g) }
-        XCTAssertTrue(npy.contains("b.npy: the model has 2 inputs (x, ids) but a .npy holds one array"), npy)
+        XCTAssertTrue(npy.contains("b.npy: the model has 2 inputs (x, ids) but this file feeds one"), npy)
 
         // Missing and unknown members.
         let other = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3)]),
@@ -741,13 +741,15 @@ final class InputDataTests: XCTestCase {
         let g = graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2)]))
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("empty"), withIntermediateDirectories: true)
         XCTAssertEqual(errorText { _ = try InputData.load([path("empty")], graph: g) },
-                       "\(path("empty"))/: the folder has no files (expected .npy or .npz input data)")
+                       "\(path("empty"))/: the folder has no files (expected .npy, .npz, .png, .jpg or .txt input data)")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("other"), withIntermediateDirectories: true)
-        for n in ["a.txt", "b.png", "c.csv", "d.json"] { try Data().write(to: dir.appendingPathComponent("other/\(n)")) }
+        for n in ["a.txt", "b.gif", "c.csv", "d.json"] { try Data().write(to: dir.appendingPathComponent("other/\(n)")) }
+        // .txt files in a folder are data only with --vocab.
         XCTAssertEqual(errorText { _ = try InputData.load([path("other")], graph: g) },
-                       "\(path("other"))/: no .npy or .npz files in the folder (found 4 other files: a.txt, b.png, c.csv, …)")
+                       "\(path("other"))/: no .npy, .npz, .png, .jpg or .txt files in the folder (found 4 other files: a.txt, b.gif, c.csv, …)")
         XCTAssertEqual(errorText { _ = try InputData.load([path("nope.npy")], graph: g) }, "\(path("nope.npy")): no such file or folder")
-        XCTAssertTrue(errorText { _ = try InputData.load([path("other/a.txt")], graph: g) }.contains("not a .npy or .npz file"))
+        XCTAssertTrue(errorText { _ = try InputData.load([path("other/c.csv")], graph: g) }.contains("not a .npy, .npz, .png, .jpg or .txt file"))
+        XCTAssertTrue(errorText { _ = try InputData.load([path("other/a.txt")], graph: g) }.contains("text input needs --vocab"))
         XCTAssertEqual(errorText { _ = try InputData.load([], graph: g) }, "no input data given")
         XCTAssertTrue(errorText { _ = try InputData.load(["x"], graph: Graph()) }.contains("no runtime inputs"))
 
