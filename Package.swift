@@ -16,6 +16,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "ShrinkwrapIR"),
+        // FlatBuffers reader/builder (ours, no dependencies): the base of the TFLite importer and exporter.
+        .target(name: "FlatBuffers"),
         .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
         .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
@@ -68,6 +70,7 @@ let package = Package(
         ),
         .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
+        .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapReportTests", dependencies: ["ShrinkwrapReport", "ShrinkwrapIR"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v5]
