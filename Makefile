@@ -3,6 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 SWIFT        ?= swift
+SWIFTC       ?= swiftc
 VENV         := .venv
 PY           := $(VENV)/bin/python
 VENV_TF      := .venv-tf
@@ -12,13 +13,13 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check testdata clean
+.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
 
 # --- machine setup (idempotent) -------------------------------------------
-APT_PACKAGES := libopenblas-dev protobuf-compiler libpng-dev libjpeg-dev
+APT_PACKAGES := libopenblas-dev protobuf-compiler libpng-dev libjpeg-dev flatbuffers-compiler
 
 deps: ## install the Debian packages the build and tests use (idempotent)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -67,6 +68,32 @@ schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated co
 	  --swift_out=$(TOOLS)/gen-coreml -I Schemas/coreml Schemas/coreml/*.proto
 	diff -ru -x README.md Sources/CoreMLSchema $(TOOLS)/gen-coreml && echo "schemas: generated Core ML code is current"
 	$(PY) Scripts/check_coreml_schema.py Schemas/coreml
+
+# Our TFLite schema subset: flatc must accept it, and every id / name / type /
+# default / enum value must match the schema TensorFlow ships (schema_py_generated.py).
+check-tflite-schema: deps venv-tf ## check Schemas/tflite/tflite.fbs with flatc and against TF's own TFLite schema
+	rm -rf $(TOOLS)/tflite-cpp && mkdir -p $(TOOLS)/tflite-cpp
+	flatc --cpp -o $(TOOLS)/tflite-cpp Schemas/tflite/tflite.fbs && echo "flatc accepts Schemas/tflite/tflite.fbs"
+	$(VENV_TF)/bin/python Scripts/check_tflite_schema.py Schemas/tflite/tflite.fbs
+
+# --- fuzzing (libFuzzer + AddressSanitizer; outside SwiftPM) ---------------------
+FUZZ_DIR  := .build/fuzz
+FUZZ_RUNS ?= 1000000
+FUZZ_LINK ?= -use-ld=lld   # gold prints thousands of harmless ASan "Cannot export local symbol" warnings
+
+fuzz: fuzz-flatbuffers ## run every fuzzer, FUZZ_RUNS (1 M) executions each
+
+$(FUZZ_DIR)/flatbuffers-fuzz: Fuzz/FlatBuffersFuzz/main.swift $(wildcard Sources/FlatBuffers/*.swift)
+	mkdir -p $(FUZZ_DIR)
+	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -module-name FlatBuffersFuzz $(FUZZ_LINK) \
+	  Sources/FlatBuffers/*.swift Fuzz/FlatBuffersFuzz/main.swift -o $@
+
+fuzz-flatbuffers: deps $(FUZZ_DIR)/flatbuffers-fuzz ## fuzz the FlatBuffers reader for FUZZ_RUNS executions (seeds: flatc from JSON)
+	rm -rf $(FUZZ_DIR)/flatbuffers-seeds && mkdir -p $(FUZZ_DIR)/flatbuffers-seeds $(FUZZ_DIR)/flatbuffers-corpus
+	flatc -b -o $(FUZZ_DIR)/flatbuffers-seeds Schemas/tflite/tflite.fbs Fuzz/FlatBuffersFuzz/seeds/*.json
+	flatc -b -o $(FUZZ_DIR)/flatbuffers-seeds Tests/FlatBuffersTests/Fixtures/test.fbs Tests/FlatBuffersTests/Fixtures/root.json
+	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/flatbuffers-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 \
+	  -artifact_prefix=$(FUZZ_DIR)/flatbuffers- $(FUZZ_DIR)/flatbuffers-corpus $(FUZZ_DIR)/flatbuffers-seeds
 
 # --- test data (generated, git-ignored) --------------------------------------
 TESTDATA_STAMP := $(TESTDATA)/.stamp

@@ -55,9 +55,10 @@ public final class FlatBufferBuilder {
     private var vtables: [[UInt16]: Int] = [:]
     private var finished = false
 
-    /// Creates an empty builder; the buffer grows as needed.
+    /// Creates an empty builder; the buffer grows as needed (doubling), so an
+    /// exporter that knows its weights' size can pass it to avoid the copies.
     public init(initialCapacity: Int = 1024, forceDefaults: Bool = false) {
-        let capacity = max(16, min(initialCapacity, 1 << 20))
+        let capacity = max(16, min(initialCapacity, Self.maxSize))
         storage = [UInt8](repeating: 0, count: capacity)
         head = capacity
         self.forceDefaults = forceDefaults
@@ -79,13 +80,13 @@ public final class FlatBufferBuilder {
 
     // MARK: - Low level
 
-    /// Records the first misuse; returns false so callers can `guard ok(...)`.
+    /// Records the first misuse (later ones are consequences of it).
     private func fail(_ reason: String) {
         if error == nil { error = FlatBufferBuilderError(reason) }
     }
 
     /// True when the builder can accept more writes: no earlier misuse, not
-    /// finished, and (when `inTable` is false) no table open.
+    /// finished, and (unless `allowedInTable`) no table open.
     private func ready(_ operation: @autoclosure () -> String, allowedInTable: Bool = false) -> Bool {
         if error != nil { return false }
         if finished { fail("\(operation()) after finish (call reset() to start a new buffer)"); return false }

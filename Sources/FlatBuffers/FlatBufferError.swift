@@ -46,6 +46,7 @@ public enum FlatBufferError: Error, CustomStringConvertible, Equatable, Sendable
         }
     }
 
+    /// One line: `offset N: what is wrong`.
     public var description: String { "offset \(offset): \(text)" }
 
     private var text: String {
@@ -105,7 +106,9 @@ public struct FlatBufferBuilderError: Error, CustomStringConvertible, Equatable,
     /// What went wrong, in one line.
     public let reason: String
 
+    /// An error with this reason.
     public init(_ reason: String) { self.reason = reason }
 
+    /// `FlatBuffer builder: <reason>`.
     public var description: String { "FlatBuffer builder: \(reason)" }
 }

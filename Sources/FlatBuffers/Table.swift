@@ -7,6 +7,10 @@
 /// Every accessor validates what it follows and throws a `FlatBufferError`.
 ///
 /// A negative or very large `id` is treated as an absent field.
+///
+/// Tables reached from one `FlatBuffer.root()` share a visit counter
+/// (`ReadLimits.maxTableVisits`); it is not synchronized, so a reader that
+/// uses several threads should give each its own root.
 public struct Table {
     /// The buffer the table lives in.
     public let buffer: FlatBuffer
@@ -276,6 +280,7 @@ public struct ScalarVector<Element: FlatBufferScalar>: RandomAccessCollection {
     let bytes: [UInt8]
     /// Byte offset of the first element in the buffer.
     public let start: Int
+    /// The number of elements.
     public let count: Int
 
     init(bytes: [UInt8], start: Int, count: Int) {
@@ -284,7 +289,9 @@ public struct ScalarVector<Element: FlatBufferScalar>: RandomAccessCollection {
         self.count = count
     }
 
+    /// Always 0.
     public var startIndex: Int { 0 }
+    /// `count`.
     public var endIndex: Int { count }
 
     /// The element at `index`; like an array, an index outside `0..<count` traps.
