@@ -212,13 +212,16 @@ public struct Table {
     // MARK: - Structs and unions
 
     /// The inline struct of `size` bytes in field `id`, or nil when absent.
+    /// A `size` below 1 (a caller bug) throws.
     public func structure(_ id: Int, size: Int) throws -> Struct? {
+        guard size > 0 else { throw FlatBufferError.structFieldOutOfRange(offset: position, fieldOffset: 0, fieldSize: size, structSize: size) }
         guard let p = try fieldPosition(id, size: size) else { return nil }
         return Struct(buffer: buffer, position: p, size: size)
     }
 
     /// The structs (each `size` bytes) of the vector of structs in field `id`, or nil when absent.
     public func structs(_ id: Int, size: Int) throws -> [Struct]? {
+        guard size > 0 else { throw FlatBufferError.structFieldOutOfRange(offset: position, fieldOffset: 0, fieldSize: size, structSize: size) }
         guard let span = try vectorSpan(id, elementSize: size) else { return nil }
         return (0..<span.count).map { Struct(buffer: buffer, position: span.start + $0 * size, size: size) }
     }

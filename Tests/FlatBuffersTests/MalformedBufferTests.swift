@@ -285,6 +285,12 @@ final class MalformedBufferTests: XCTestCase {
         XCTAssertNil(u.table)
     }
 
+    func testNonPositiveStructSizeIsAnError() throws {
+        let t = try root(sample())
+        expect("struct field at 0 (-1 bytes)") { _ = try t.structure(4, size: -1) }
+        expect("struct field at 0 (0 bytes)") { _ = try t.structs(1, size: 0) }
+    }
+
     func testErrorsAreOneLineAndNameTheOffset() {
         let e = FlatBufferError.vectorTooLong(offset: 1234, count: 0xFFFF_FFFF, elementSize: 4, bufferSize: 2048)
         XCTAssertEqual(e.description, "offset 1234: vector length 4294967295 × 4 bytes runs past the end of the 2048-byte buffer")
