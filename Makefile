@@ -10,7 +10,10 @@ VENV_TF      := .venv-tf
 BIN          := .build/release/shrinkwrap
 PROTOBUF_VERSION := 1.39.0
 TOOLS        := .build-tools
-PROTOC_GEN_SWIFT := $(TOOLS)/swift-protobuf/.build/release/protoc-gen-swift
+# protoc-gen-swift from the swift-protobuf checkout SwiftPM resolved for this package
+# (exactly $(PROTOBUF_VERSION), pinned in Package.swift), built into our own .build so
+# it shares the already compiled SwiftProtobuf module.
+PROTOC_GEN_SWIFT := .build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
 .PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers testdata clean
@@ -45,10 +48,9 @@ build: ## release build of the shrinkwrap binary
 	$(SWIFT) build -c release --product shrinkwrap
 
 # --- schemas ----------------------------------------------------------------
-$(PROTOC_GEN_SWIFT):
-	mkdir -p $(TOOLS)
-	[ -d $(TOOLS)/swift-protobuf ] || git clone -q --depth 1 --branch $(PROTOBUF_VERSION) https://github.com/apple/swift-protobuf $(TOOLS)/swift-protobuf
-	cd $(TOOLS)/swift-protobuf && $(SWIFT) build -c release --product protoc-gen-swift
+$(PROTOC_GEN_SWIFT): Package.swift
+	grep -q 'swift-protobuf", exact: "$(PROTOBUF_VERSION)"' Package.swift || { echo "Package.swift does not pin swift-protobuf $(PROTOBUF_VERSION)"; exit 1; }
+	$(SWIFT) build -c release --product protoc-gen-swift
 
 schemas: deps $(PROTOC_GEN_SWIFT) ## regenerate the committed Swift code from Schemas/
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
@@ -119,7 +121,7 @@ test: deps venv testdata schemas-check build ## build, run every test suite and 
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
-	$(MAKE) --no-print-directory test-gates crosscheck-sweep crosscheck-inputs test-html
+	$(MAKE) --no-print-directory check-tflite-schema test-gates crosscheck-sweep crosscheck-inputs test-html
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
