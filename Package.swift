@@ -35,6 +35,7 @@ let package = Package(
             name: "ShrinkwrapONNX",
             dependencies: ["ShrinkwrapIR", "ONNXSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
+        .target(name: "ShrinkwrapTFLite", dependencies: ["ShrinkwrapIR", "FlatBuffers"]),
         .target(
             name: "ShrinkwrapCoreML",
             dependencies: ["ShrinkwrapIR", "CoreMLSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
@@ -46,7 +47,7 @@ let package = Package(
         ),
         .target(
             name: "Shrinkwrap",
-            dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapReport",
+            dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapTFLite", "ShrinkwrapReport",
                            .target(name: "CImageCodecs", condition: .when(platforms: [.linux]))]
         ),
         .executableTarget(

@@ -2,6 +2,7 @@ import Foundation
 import ShrinkwrapIR
 import ShrinkwrapCoreML
 import ShrinkwrapONNX
+import ShrinkwrapTFLite
 import ShrinkwrapRuntime
 
 /// A model file format Shrinkwrap can read (and later write).
@@ -26,6 +27,8 @@ public enum ModelFormats {
         ModelFormat(name: "coreml", extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
                     supportedOps: CoreMLImporter.supportedLayers,
                     exporter: { try CoreMLExporter.export(try ExportPreparation.prepare($0).graph) }),
+        ModelFormat(name: "tflite", extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
+                    supportedOps: TFLiteImporter.supportedOps, exporter: nil),
     ]
 
     /// The format for a path, by extension.

@@ -225,7 +225,12 @@ extension CoreMLLayerWriters {
         params.hasBiasVectors_p = biases != nil
         params.hasPeepholeVectors_p = peep != nil
         params.coupledInputAndForgetGate = int(n, "input_forget", 0) != 0
-        params.cellClipThreshold = 50_000  // what coremltools writes: effectively no clipping
+        // The IR's cell-state bound when it has one; else what coremltools writes: effectively no clipping.
+        if case .float(let clip)? = n.attributes["shrinkwrap_cell_clip"], clip > 0, clip.isFinite {
+            params.cellClipThreshold = clip
+        } else {
+            params.cellClipThreshold = 50_000
+        }
         var sets: [CoreML_Specification_LSTMWeightParams] = []
         for d in 0..<s.dirs {
             var p = CoreML_Specification_LSTMWeightParams()

@@ -85,6 +85,8 @@ public enum RecurrentKernels {
         var peep: [Float] = []     // [dirs, 3·H] (i, o, f) or empty
         var acts: [[Activation]] = []  // per direction
         var clip: Float = .infinity
+        /// Bound of the LSTM cell state (not ONNX: `shrinkwrap_cell_clip`, from TFLite's cell_clip and Core ML's cellClipThreshold).
+        var cellClip: Float = .infinity
         var reverse: [Bool] = []   // per direction
         var layout = 0
         var dtype: DType = .float32
@@ -161,6 +163,11 @@ public enum RecurrentKernels {
                 guard pt.shape == [d, 3 * h], let pv = pt.floats else { throw c.fail("P has shape \(pt.shape), expected \([d, 3 * h])") }
                 s.peep = pv
             }
+        }
+        if c.node.attributes["shrinkwrap_cell_clip"] != nil {
+            let cl = try c.float("shrinkwrap_cell_clip", default: .infinity)
+            guard cl > 0 else { throw c.badAttribute("shrinkwrap_cell_clip", "must be positive, got \(cl)") }
+            s.cellClip = cl
         }
         if c.node.attributes["clip"] != nil {
             let cl = try c.float("clip", default: .infinity)
@@ -307,6 +314,7 @@ public enum RecurrentKernels {
                         }
                         clipped(gc, H); acts[1].apply(gc, H)
                         for j in 0..<H { cPrev[j] = gf[j] * cPrev[j] + gi[j] * gc[j] }
+                        if s.cellClip.isFinite { for j in 0..<H { cPrev[j] = min(max(cPrev[j], -s.cellClip), s.cellClip) } }
                         if hasP { for j in 0..<H { go[j] += s.peep[pOff + H + j] * cPrev[j] } }
                         clipped(go, H); acts[0].apply(go, H)
                         // Reuse the cell-gate slot for h(C).
