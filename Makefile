@@ -101,8 +101,9 @@ fuzz-flatbuffers: deps $(FUZZ_DIR)/flatbuffers-fuzz ## fuzz the FlatBuffers read
 TESTDATA_STAMP := $(TESTDATA)/.stamp
 
 KERAS_STAMP := $(TESTDATA)/keras/manifest.json
+TFLITE_STAMP := $(TESTDATA)/tflite/manifest.json
 
-testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) ## generate the ONNX node suite, model suites and Keras → Core ML fixtures into .testdata/
+testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) $(TFLITE_STAMP) ## generate the ONNX node suite, model suites, Keras → Core ML and TensorFlow Lite fixtures into .testdata/
 $(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py Scripts/packing_vectors.py $(VENV)/.stamp
 	$(PY) Scripts/gen_onnx_node_tests.py $(TESTDATA)/onnx-node 2>/dev/null
 	$(PY) Scripts/materialize_light.py $(TESTDATA)/models >/dev/null
@@ -112,6 +113,10 @@ $(KERAS_STAMP): Scripts/make_keras_coreml.py $(VENV_TF)/.stamp
 	rm -rf $(TESTDATA)/keras
 	$(VENV_TF)/bin/python Scripts/make_keras_coreml.py $(TESTDATA)/keras >/dev/null 2>&1 || \
 	  { $(VENV_TF)/bin/python Scripts/make_keras_coreml.py $(TESTDATA)/keras; exit 1; }
+$(TFLITE_STAMP): Scripts/make_tflite_fixtures.py $(VENV_TF)/.stamp
+	rm -rf $(TESTDATA)/tflite
+	$(VENV_TF)/bin/python Scripts/make_tflite_fixtures.py $(TESTDATA)/tflite >/dev/null 2>&1 || \
+	  { $(VENV_TF)/bin/python Scripts/make_tflite_fixtures.py $(TESTDATA)/tflite; exit 1; }
 
 # --- tests ------------------------------------------------------------------
 # Tests run in release mode: the suites execute real CNNs.
