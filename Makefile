@@ -16,7 +16,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := .build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers testdata clean
+.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -58,6 +58,7 @@ schemas: deps $(PROTOC_GEN_SWIFT) ## regenerate the committed Swift code from Sc
 	rm -f Sources/CoreMLSchema/*.pb.swift
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=Sources/CoreMLSchema -I Schemas/coreml Schemas/coreml/*.proto
+	python3 Scripts/gen_tflite_tables.py Schemas/tflite/tflite.fbs Sources/ShrinkwrapTFLite/TFLiteSchemaTables.generated.swift
 
 schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated code is current and the schemas match onnx's and coremltools'
 	rm -rf $(TOOLS)/gen && mkdir -p $(TOOLS)/gen
@@ -70,6 +71,8 @@ schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated co
 	  --swift_out=$(TOOLS)/gen-coreml -I Schemas/coreml Schemas/coreml/*.proto
 	diff -ru -x README.md Sources/CoreMLSchema $(TOOLS)/gen-coreml && echo "schemas: generated Core ML code is current"
 	$(PY) Scripts/check_coreml_schema.py Schemas/coreml
+	python3 Scripts/gen_tflite_tables.py Schemas/tflite/tflite.fbs $(TOOLS)/TFLiteSchemaTables.generated.swift
+	diff -u Sources/ShrinkwrapTFLite/TFLiteSchemaTables.generated.swift $(TOOLS)/TFLiteSchemaTables.generated.swift && echo "schemas: generated TFLite tables are current"
 
 # Our TFLite schema subset: flatc must accept it, and every id / name / type /
 # default / enum value must match the schema TensorFlow ships (schema_py_generated.py).
@@ -83,7 +86,7 @@ FUZZ_DIR  := .build/fuzz
 FUZZ_RUNS ?= 1000000
 FUZZ_LINK ?= -use-ld=lld   # gold prints thousands of harmless ASan "Cannot export local symbol" warnings
 
-fuzz: fuzz-flatbuffers ## run every fuzzer, FUZZ_RUNS (1 M) executions each
+fuzz: fuzz-flatbuffers fuzz-tflite ## run every fuzzer, FUZZ_RUNS (1 M) executions each
 
 $(FUZZ_DIR)/flatbuffers-fuzz: Fuzz/FlatBuffersFuzz/main.swift $(wildcard Sources/FlatBuffers/*.swift)
 	mkdir -p $(FUZZ_DIR)
@@ -96,6 +99,22 @@ fuzz-flatbuffers: deps $(FUZZ_DIR)/flatbuffers-fuzz ## fuzz the FlatBuffers read
 	flatc -b -o $(FUZZ_DIR)/flatbuffers-seeds Tests/FlatBuffersTests/Fixtures/test.fbs Tests/FlatBuffersTests/Fixtures/root.json
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/flatbuffers-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 \
 	  -artifact_prefix=$(FUZZ_DIR)/flatbuffers- $(FUZZ_DIR)/flatbuffers-corpus $(FUZZ_DIR)/flatbuffers-seeds
+
+# The TFLite importer as one module: IR + FlatBuffers + TFLite sources without their cross-module imports.
+TFLITE_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/FlatBuffers/*.swift Sources/ShrinkwrapTFLite/*.swift)
+$(FUZZ_DIR)/tflite-fuzz: Fuzz/TFLiteImportFuzz/main.swift $(TFLITE_FUZZ_SOURCES)
+	rm -rf $(FUZZ_DIR)/tflite-src && mkdir -p $(FUZZ_DIR)/tflite-src
+	for f in $(TFLITE_FUZZ_SOURCES); do \
+	  sed -e '/^import ShrinkwrapIR$$/d' -e '/^import FlatBuffers$$/d' $$f > $(FUZZ_DIR)/tflite-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
+	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -module-name TFLiteImportFuzz $(FUZZ_LINK) \
+	  $(FUZZ_DIR)/tflite-src/*.swift Fuzz/TFLiteImportFuzz/main.swift -o $@
+
+fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_RUNS executions (seeds: flatc models, converter fixtures)
+	rm -rf $(FUZZ_DIR)/tflite-seeds && mkdir -p $(FUZZ_DIR)/tflite-seeds $(FUZZ_DIR)/tflite-corpus
+	flatc -b -o $(FUZZ_DIR)/tflite-seeds Schemas/tflite/tflite.fbs Fuzz/FlatBuffersFuzz/seeds/*.json
+	-cp $(TESTDATA)/tflite/*.tflite $(FUZZ_DIR)/tflite-seeds/ 2>/dev/null
+	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/tflite-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+	  -artifact_prefix=$(FUZZ_DIR)/tflite- $(FUZZ_DIR)/tflite-corpus $(FUZZ_DIR)/tflite-seeds
 
 # --- test data (generated, git-ignored) --------------------------------------
 TESTDATA_STAMP := $(TESTDATA)/.stamp
@@ -126,7 +145,7 @@ test: deps venv testdata schemas-check build ## build, run every test suite and 
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
-	$(MAKE) --no-print-directory check-tflite-schema test-gates crosscheck-sweep crosscheck-inputs test-html
+	$(MAKE) --no-print-directory check-tflite-schema crosscheck-tflite test-gates crosscheck-sweep crosscheck-inputs test-html
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
@@ -192,6 +211,14 @@ test-gates: deps venv testdata build out/demo/data/.stamp
 crosscheck-sweep: out/demo/sweep.md
 	$(PY) Scripts/sweep_crosscheck.py --model $(DEMO_MODEL) --data out/demo/data --report out/demo/sweep.json \
 	  --weights out/demo/weights --variants linear-4,kmeans-lut-2,linear-lut-1
+
+# tf.lite.Interpreter vs shrinkwrap on every converter-made .tflite (float32 / fp16 / dynamic-range int8 and
+# one model per builtin), then the real models and the convolution ops again through .mlmodel.
+crosscheck-tflite: deps venv testdata build ## TFLite interpreter vs ours on converter-made .tflite files, directly and via .mlmodel
+	$(PY) Scripts/tflite_crosscheck.py --shrinkwrap $(BIN) --fixtures $(TESTDATA)/tflite
+	$(PY) Scripts/tflite_crosscheck.py --shrinkwrap $(BIN) --fixtures $(TESTDATA)/tflite --via mlmodel \
+	  --only 'cnn.*' --only 'mlp.*' --only 'text.*' --only 'lstm.float32.*' --only 'lstm.int8.*' --only 'op_conv*' \
+	  --only 'op_depthwise*' --only 'op_transpose_conv*' --only 'op_*pool*' --only 'op_fully_connected*' --only 'op_slice*'
 
 # Images and text become the tensors Pillow + NumPy and Model Maker's tokenizer give (bit for bit).
 crosscheck-inputs: deps venv build ## image preprocessing vs Pillow, text tokenization vs Model Maker's rules

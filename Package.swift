@@ -72,6 +72,7 @@ let package = Package(
         .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
         .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers"], exclude: ["Fixtures"]),
+        .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime"]),
         .testTarget(name: "ShrinkwrapReportTests", dependencies: ["ShrinkwrapReport", "ShrinkwrapIR"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v5]

@@ -99,6 +99,17 @@ def check_entry(entry, args):
         return "NOT IMPORTED", one_line_error(r.stderr, path)
 
     with tempfile.TemporaryDirectory(prefix="tflite-crosscheck-") as tmp:
+        if args.via:
+            # .tflite → shrinkwrap convert → .mlmodel (or another format), then run that file instead.
+            converted = os.path.join(tmp, "model." + args.via)
+            try:
+                r = subprocess.run([args.shrinkwrap, "convert", path, "-o", converted], capture_output=True,
+                                   text=True, timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                return "FAIL", f"convert timed out after {args.timeout} s"
+            if r.returncode != 0:
+                return "FAIL", "convert: " + one_line_error(r.stderr, path)
+            path = converted
         cmd = [args.shrinkwrap, "run", path, "--output-dir", tmp]
         for i in entry["inputs"]:
             cmd += ["-i", f"{i['name']}={os.path.join(fixtures, i['file'])}"]
@@ -164,6 +175,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None, help="passed to shrinkwrap run --threads")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per shrinkwrap call (default 300)")
     ap.add_argument("--verbose", action="store_true", help="show shrinkwrap's stderr when a run fails")
+    ap.add_argument("--via", metavar="EXT", help="convert each file to this format first (e.g. mlmodel) and check the converted file")
     args = ap.parse_args()
 
     with open(os.path.join(args.fixtures, "manifest.json")) as f:

@@ -112,3 +112,66 @@ func prettyJSON<T: Encodable>(_ value: T) -> String {
     guard let d = try? enc.encode(value) else { return "{}" }
     return String(decoding: d, as: UTF8.self)
 }
+
+extension Inspection {
+    /// The inputs and outputs as an iOS app declares them: TensorFlowLiteSwift's
+    /// `Tensor.DataType` and shape, and ML Kit's `ModelInputOutputOptions`
+    /// (dimensions not fixed in the file are written as 1 and marked).
+    public static func swiftDeclarations(_ graph: Graph) -> String {
+        func tflite(_ d: DType?) -> String {
+            switch d {
+            case .float32?: return ".float32"
+            case .float16?: return ".float16"
+            case .float64?: return ".float64"
+            case .int8?: return ".int8"
+            case .uint8?: return ".uInt8"
+            case .int16?: return ".int16"
+            case .int32?: return ".int32"
+            case .int64?: return ".int64"
+            case .bool?: return ".bool"
+            default: return "/* \(d?.rawValue ?? "unknown") */"
+            }
+        }
+        func mlkit(_ d: DType?) -> String? {
+            switch d {
+            case .float32?: return ".float32"
+            case .uint8?: return ".uInt8"
+            case .int32?: return ".int32"
+            case .int64?: return ".long"
+            default: return nil
+            }
+        }
+        func dims(_ v: ValueInfo) -> (String, Bool) {
+            guard let shape = v.shape else { return ("[] /* unknown rank */", true) }
+            let free = shape.contains { $0.value == nil }
+            return ("[" + shape.map { String($0.value ?? 1) }.joined(separator: ", ") + "]", free)
+        }
+        var lines = ["// TensorFlowLiteSwift: interpreter.input(at:) / output(at:) — dataType, shape"]
+        let inputs = graph.runtimeInputs
+        for (k, v) in inputs.enumerated() {
+            let (d, free) = dims(v)
+            lines.append("// input \(k) '\(v.name.escapingControlCharacters)': \(tflite(v.dtype)), \(d)\(free ? "  (1 = not fixed in the model)" : "")")
+        }
+        for (k, v) in graph.outputs.enumerated() {
+            let (d, free) = dims(v)
+            lines.append("// output \(k) '\(v.name.escapingControlCharacters)': \(tflite(v.dtype)), \(d)\(free ? "  (1 = not fixed in the model)" : "")")
+        }
+        lines.append("")
+        lines.append("// ML Kit custom model (FirebaseMLModelInterpreter):")
+        lines.append("let ioOptions = ModelInputOutputOptions()")
+        lines.append("do {")
+        for (kind, values) in [("Input", inputs), ("Output", graph.outputs)] {
+            for (k, v) in values.enumerated() {
+                if let t = mlkit(v.dtype) {
+                    lines.append("    try ioOptions.set\(kind)Format(index: \(k), type: \(t), dimensions: \(dims(v).0))")
+                } else {
+                    lines.append("    // \(kind.lowercased()) \(k): \(v.dtype?.rawValue ?? "unknown") has no ML Kit ModelElementType")
+                }
+            }
+        }
+        lines.append("} catch {")
+        lines.append("    print(\"invalid input/output format: \\(error)\")")
+        lines.append("}")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

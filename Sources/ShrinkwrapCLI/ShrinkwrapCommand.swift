@@ -43,14 +43,22 @@ struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a model's format, inputs, outputs, ops, weights and metadata.")
 
-    @Argument(help: "The model file (.onnx).")
+    @Argument(help: "The model file (.onnx, .tflite, .mlmodel).")
     var model: String
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
+    @Flag(help: "Print the inputs and outputs as an iOS app declares them (TensorFlowLiteSwift types and shapes, ML Kit ModelInputOutputOptions).")
+    var swift = false
+
     func run() throws {
         let graph = try Shrinkwrap.load(model)
+        if swift {
+            guard !json else { throw ValidationError("give --json or --swift, not both") }
+            print(Inspection.swiftDeclarations(graph), terminator: "")
+            return
+        }
         let info = Inspection(graph: graph, file: model)
         print(json ? info.json : info.text, terminator: json ? "\n" : "")
     }

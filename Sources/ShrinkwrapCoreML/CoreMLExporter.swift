@@ -347,6 +347,19 @@ struct NNWriter {
         return c.encoding.decoded().doubles.map { Float($0) }
     }
 
+    /// Integer values of a small constant (starts, ends, axes, pads), clamped
+    /// to ±2⁶² (ONNX writes INT64_MAX for "to the end"; Float cannot hold it
+    /// and Int(Float) would trap).
+    func intValues(_ name: String) throws -> [Int] {
+        guard let c = graph.constant(named: name) else { throw LayerWriterError("'\(name)' must be a constant") }
+        let t = c.encoding.decoded()
+        if let ints = t.ints { return ints.map { Int(max(min($0, 1 << 62), -(1 << 62))) } }
+        return try t.doubles.map { d -> Int in
+            guard d.isFinite else { throw LayerWriterError("'\(name)' holds \(d), not an integer") }
+            return Int(max(min(d, 4.6e18), -4.6e18))
+        }
+    }
+
     func isUpdatableWeight(_ name: String) -> Bool {
         let nodes = Set(graph.metadata.updatableNodes)
         return graph.nodes.contains { nodes.contains($0.name) && $0.inputs.contains(name) }

@@ -217,7 +217,9 @@ enum CoreMLLayerReaders {
         if c.isDeconvolution, !c.outputShape.isEmpty {
             guard c.outputShape.count == 2 else { throw ImportError.malformed(b.loc(p), reason: "outputShape needs 2 values") }
             a["output_shape"] = ints(try c.outputShape.map { try dim($0, "outputShape", b, p) })
-            a["pads"] = nil; a["auto_pad"] = nil
+            // ONNX then derives the padding from the output shape: with SAME_UPPER / SAME_LOWER the odd
+            // pixel goes after / before (Core ML's bottom-right / top-left heavy); otherwise before.
+            a["pads"] = nil
         }
         b.node(c.isDeconvolution ? "ConvTranspose" : "Conv", l.name, inputs, [y], a, rank: b.ranks[x])
     }

@@ -109,7 +109,16 @@ enum CoreMLLayerWriters {
         c.stride = two(ints(n, "strides"), 1)
         c.dilationFactor = two(ints(n, "dilations"), 1)
         let pads = try padding(n, spatial: oneD ? 1 : 2)
-        if let v = pads.valid { c.valid = valid(v + (oneD ? [(0, 0)] : [])) } else if let s = pads.same { c.same.asymmetryMode = s }
+        if deconv, let v = pads.valid, v.contains(where: { $0.0 != $0.1 }),
+           v.allSatisfy({ $0.1 == $0.0 || $0.1 == $0.0 + 1 }) || v.allSatisfy({ $0.0 == $0.1 || $0.0 == $0.1 + 1 }) {
+            // TensorFlow's SAME transposed convolution: the odd pixel of padding after (or before). With
+            // outputShape, same padding with that asymmetry says so; valid padding would put it before.
+            c.same.asymmetryMode = v.allSatisfy({ $0.1 >= $0.0 }) ? .bottomRightHeavy : .topLeftHeavy
+        } else if let v = pads.valid {
+            c.valid = valid(v + (oneD ? [(0, 0)] : []))
+        } else if let s = pads.same {
+            c.same.asymmetryMode = s
+        }
         if deconv {
             c.isDeconvolution = true
             c.outputShape = [UInt64(outShape[2]), oneD ? 1 : UInt64(outShape[3])]
@@ -407,9 +416,9 @@ enum CoreMLLayerWriters {
     static let slice: Writer = { w, n in
         guard let x = n.input(0), let s = n.input(1), let e = n.input(2) else { throw LayerWriterError("no input") }
         let xs = try w.shape(x)
-        let starts = try w.values(s).map { Int($0) }, ends = try w.values(e).map { Int($0) }
-        let axes = try n.input(3).map { try w.values($0).map { Int($0) } } ?? Array(0..<starts.count)
-        let steps = try n.input(4).map { try w.values($0).map { Int($0) } } ?? Array(repeating: 1, count: starts.count)
+        let starts = try w.intValues(s), ends = try w.intValues(e)
+        let axes = try n.input(3).map { try w.intValues($0) } ?? Array(0..<starts.count)
+        let steps = try n.input(4).map { try w.intValues($0) } ?? Array(repeating: 1, count: starts.count)
         guard starts.count == ends.count, axes.count == starts.count, steps.count == starts.count else {
             throw LayerWriterError("starts, ends, axes and steps differ in length")
         }
@@ -608,7 +617,8 @@ enum CoreMLLayerWriters {
             if cc == cout {
                 p.bias = try w.weights(c, reshape: [cout])
             } else {
-                p.bias.floatValue = Array(repeating: try w.values(c)[0], count: cout)
+                guard cc == 1, let v = try w.values(c).first else { throw LayerWriterError("bias of \(cc) values for \(cout) channels") }
+                p.bias.floatValue = Array(repeating: v, count: cout)
             }
         }
         try writeInnerProduct(&w, n, input: a, p)
@@ -659,10 +669,10 @@ enum CoreMLLayerWriters {
         guard let x = n.input(0), let pi = n.input(1) else { throw LayerWriterError("no input") }
         let xs = try w.shape(x)
         let r = xs.count
-        let pads = try w.values(pi).map { Int($0) }
+        let pads = try w.intValues(pi)
         guard pads.allSatisfy({ $0 >= 0 }) else { throw LayerWriterError("negative pads (cropping)") }
         var axes = Array(0..<r)
-        if let ai = n.input(3) { axes = try w.values(ai).map { try normalize(Int($0), rank: r) } }
+        if let ai = n.input(3) { axes = try w.intValues(ai).map { try normalize($0, rank: r) } }
         guard pads.count == 2 * axes.count else { throw LayerWriterError("pads \(pads) for \(axes.count) axes") }
         var begin = Array(repeating: 0, count: r), end = Array(repeating: 0, count: r)
         for (i, a) in axes.enumerated() { begin[a] = pads[i]; end[a] = pads[i + axes.count] }
@@ -805,7 +815,7 @@ enum CoreMLLayerWriters {
         guard let x = n.input(0) else { throw LayerWriterError("no input") }
         let r = try w.shape(x).count
         var axes: [Int]? = ints(n, "axes")
-        if let ai = n.input(1) { axes = try w.values(ai).map { Int($0) } }
+        if let ai = n.input(1) { axes = try w.intValues(ai) }
         let keep = int(n, "keepdims", 1) != 0
         if axes?.isEmpty ?? true, int(n, "noop_with_empty_axes", 0) != 0 {
             if !w.isGraphOutput(n.outputs[0]) { w.setAlias(n.outputs[0], to: try w.inputBlob(x)); return }

@@ -283,7 +283,17 @@ struct TFLiteContext {
             if let e = try decodeConstant(t.index) { constantTensors[t.index] = e }
         }
         var folded = Set<Int>()
+        // Rows gathered from a quantized table (dynamic-range embeddings: GATHER then DEQUANTIZE):
+        // the table is an affine-encoded constant, so the gathered rows are already float.
+        var dequantizedRows = Set<Int>()
+        for op in m.ops where op.name == "GATHER" {
+            if let p = op.inputs.first, case .affine? = constantEncoding(p), let out = op.outputs.first { dequantizedRows.insert(out) }
+        }
         for op in m.ops where op.name == "DEQUANTIZE" {
+            if let x = op.inputs.first, dequantizedRows.contains(x), let out = op.outputs.first {
+                _ = out
+                continue
+            }
             guard let x = op.inputs.first, let out = op.outputs.first, let e = constantEncoding(x) else {
                 throw ImportError.unsupported(loc(op), what: "DEQUANTIZE of a value computed at run time (fully quantized models are not supported; float, float16 and dynamic-range int8 models are)")
             }
@@ -314,8 +324,12 @@ struct TFLiteContext {
         let outputs = try m.outputs.map(info)
 
         for op in m.ops where !folded.contains(op.index) {
+            if op.name == "DEQUANTIZE", let x = op.inputs.first, let out = op.outputs.first, dequantizedRows.contains(x) {
+                emit("Identity", [value(x)], [value(out)])
+                continue
+            }
             guard let translate = TFLiteOps.table[op.name] else { continue }
-            for i in op.inputs where i >= 0 {
+            for i in op.inputs where i >= 0 && !dequantizedRows.contains(i) {
                 let t = m.tensors[i]
                 if constantTensors[i] == nil, t.quantization != nil, t.type == 9 || t.type == 3 {
                     throw ImportError.unsupported(loc(op), what: "quantized \(TFLiteModel.typeName(t.type)) activation '\(t.name)' (fully quantized models are not supported yet; float, float16 and dynamic-range int8 models are)")

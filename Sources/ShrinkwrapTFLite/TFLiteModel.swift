@@ -139,7 +139,7 @@ struct TFLiteModel {
                 throw ImportError.malformed(loc(tplace), reason: "buffer index \(buffer) is past the \(buffers.count) buffers")
             }
             var quant: Quantization?
-            if let q = try wrap(tplace) { try t.table(4) } {
+            if let q = try wrap(tplace, { try t.table(4) }) {
                 let scale = try wrap(tplace + ".quantization") { try q.scalars(2, as: Float.self) ?? [] }
                 let zp = try wrap(tplace + ".quantization") { try q.scalars(3, as: Int64.self) ?? [] }
                 let axis = Int(try wrap(tplace + ".quantization") { try q.scalar(6, default: Int32(0)) })

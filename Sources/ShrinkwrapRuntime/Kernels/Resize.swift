@@ -39,7 +39,7 @@ extension NNKernels {
         }
         let ctm = try c.string("coordinate_transformation_mode", default: "half_pixel")
         let knownCTM = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                        "asymmetric", "tf_crop_and_resize"]
+                        "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"]
         guard knownCTM.contains(ctm) else {
             throw c.badAttribute("coordinate_transformation_mode", "unknown value '\(ctm)'")
         }
@@ -186,6 +186,8 @@ extension NNKernels {
             let base = roi.0 * Double(inW - 1)
             if lengthResized == 1 { return (roi.1 - roi.0) * Double(inW - 1) / 2 + base }
             return y * (roi.1 - roi.0) * Double(inW - 1) / (lengthResized - 1) + base
+        case "tf_half_pixel_for_nn":  // opset 11; TensorFlow's half-pixel nearest neighbour
+            return (y + 0.5) / scale
         case "pytorch_half_pixel":
             return lengthResized == 1 ? -0.5 : (y + 0.5) / scale - 0.5
         case "half_pixel_symmetric":
