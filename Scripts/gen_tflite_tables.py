@@ -10,11 +10,12 @@ import re
 import sys
 
 
-def enum_values(text, name):
-    m = re.search(r"enum\s+" + name + r"\s*:\s*\w+\s*\{(.*?)\}", text, re.S)
+def members(text, kind, name, first):
+    """(value, name) pairs of an enum or union body; values count up from `first` unless given."""
+    m = re.search(kind + r"\s+" + name + r"\s*(?::\s*\w+\s*)?\{(.*?)\}", text, re.S)
     if not m:
-        sys.exit(f"enum {name} not found")
-    out, nxt = [], 0
+        sys.exit(f"{kind} {name} not found")
+    out, nxt = [], first
     for line in m.group(1).split("\n"):
         line = line.split("//")[0].strip().rstrip(",")
         if not line:
@@ -27,25 +28,14 @@ def enum_values(text, name):
         out.append((nxt, k))
         nxt += 1
     return out
+
+
+def enum_values(text, name):
+    return members(text, "enum", name, 0)
 
 
 def union_members(text, name):
-    m = re.search(r"union\s+" + name + r"\s*\{(.*?)\}", text, re.S)
-    if not m:
-        sys.exit(f"union {name} not found")
-    out, nxt = [], 1
-    for line in m.group(1).split("\n"):
-        line = line.split("//")[0].strip().rstrip(",")
-        if not line:
-            continue
-        if "=" in line:
-            k, v = [x.strip() for x in line.split("=")]
-            nxt = int(v)
-        else:
-            k = line
-        out.append((nxt, k))
-        nxt += 1
-    return out
+    return members(text, "union", name, 1)
 
 
 def main():

@@ -191,8 +191,9 @@ struct TFLiteContext {
             guard !o else { throw ImportError.badTensor(loc(tensor: i), reason: "shape \(t.shape) overflows") }
             count = m
         }
-        guard count * width == data.count else {
-            throw ImportError.badTensor(loc(tensor: i), reason: "shape \(t.shape) × \(width) bytes = \(count * width) bytes, but the buffer holds \(data.count)")
+        let (bytes, overflow) = count.multipliedReportingOverflow(by: width)
+        guard !overflow, bytes == data.count else {
+            throw ImportError.badTensor(loc(tensor: i), reason: "shape \(t.shape) × \(width) bytes = \(overflow ? "too many" : String(bytes)) bytes, but the buffer holds \(data.count)")
         }
         let base = data.startIndex
         func u16(_ k: Int) -> UInt16 { UInt16(data[base + 2 * k]) | UInt16(data[base + 2 * k + 1]) << 8 }

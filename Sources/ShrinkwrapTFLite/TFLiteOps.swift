@@ -117,20 +117,38 @@ enum TFLiteOps {
     // MARK: - Convolutions and pooling
 
     static func conv(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
+        // Conv2DOptions: padding 0, stride_w 1, stride_h 2, fused_activation_function 3, dilation_w 4, dilation_h 5.
+        // Filter [O, kh, kw, I] → [O, I, kh, kw]; groups = input channels / I.
+        try convolution(&c, op, options: "Conv2DOptions", activationID: 3, dilationIDs: (4, 5), perm: [0, 3, 1, 2]) { channels, w in
+            w[1] > 0 && channels % w[1] == 0 ? channels / w[1] : nil
+        }
+    }
+
+    static func depthwise(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
+        // DepthwiseConv2DOptions: padding 0, stride_w 1, stride_h 2, depth_multiplier 3, activation 4, dilation_w 5, dilation_h 6.
+        // Filter [1, kh, kw, C·M] → [C·M, 1, kh, kw]; one group per input channel.
+        try convolution(&c, op, options: "DepthwiseConv2DOptions", activationID: 4, dilationIDs: (5, 6), perm: [3, 0, 1, 2]) { channels, w in
+            w[1] == 1 && channels > 0 && w[0] % channels == 0 ? channels : nil
+        }
+    }
+
+    /// CONV_2D and DEPTHWISE_CONV_2D: NHWC input → Conv in NCHW (explicit TensorFlow SAME pads) → fused activation → NHWC.
+    static func convolution(_ c: inout TFLiteContext, _ op: TFLiteModel.Op, options name: String, activationID: Int,
+                            dilationIDs: (w: Int, h: Int), perm: [Int], groups: (Int, [Int]) -> Int?) throws {
         try arity(c, op, 2)
-        let o = try c.options(op, "Conv2DOptions")
+        let o = try c.options(op, name)
         let padding: Int8 = try c.option(o, 0, Int8(0), op)
         let sw = Int(try c.option(o, 1, Int32(1), op)), sh = Int(try c.option(o, 2, Int32(1), op))
-        let act: Int8 = try c.option(o, 3, Int8(0), op)
-        let dw = Int(try c.option(o, 4, Int32(1), op)), dh = Int(try c.option(o, 5, Int32(1), op))
+        let act: Int8 = try c.option(o, activationID, Int8(0), op)
+        let dw = Int(try c.option(o, dilationIDs.w, Int32(1), op)), dh = Int(try c.option(o, dilationIDs.h, Int32(1), op))
         let x = try spatial(c, op.inputs[0], op)
-        let w = try weight(&c, op, 1, perm: [0, 3, 1, 2], rank: 4)  // [O, kh, kw, I] → [O, I, kh, kw]
-        let (kh, kw, ci) = (w.shape[2], w.shape[3], w.shape[1])
-        guard ci > 0, x.channels % ci == 0, sw > 0, sh > 0, dw > 0, dh > 0 else {
+        let w = try weight(&c, op, 1, perm: perm, rank: 4)
+        let (kh, kw) = (w.shape[2], w.shape[3])
+        guard let group = groups(x.channels, w.shape), sw > 0, sh > 0, dw > 0, dh > 0 else {
             throw ImportError.malformed(c.loc(op), reason: "input channels \(x.channels), filter \(w.shape), strides \(sh)×\(sw), dilations \(dh)×\(dw)")
         }
         var attrs: [String: Attribute] = ["kernel_shape": .ints([kh, kw]), "strides": .ints([sh, sw]), "dilations": .ints([dh, dw]),
-                                          "group": .int(x.channels / ci)]
+                                          "group": .int(group)]
         attrs["pads"] = padding == 0 ? pads(x, kernel: (kh, kw), strides: (sh, sw), dilations: (dh, dw)) : .ints([0, 0, 0, 0])
         let xin = c.toNCHW(c.value(op.inputs[0]))
         let y = c.fresh(c.value(op.outputs[0]) + "_nchw")
@@ -142,28 +160,6 @@ enum TFLiteOps {
         let (t, b) = samePads(x.h, kernel: kernel.0, stride: strides.0, dilation: dilations.0)
         let (l, r) = samePads(x.w, kernel: kernel.1, stride: strides.1, dilation: dilations.1)
         return .ints([t, l, b, r])
-    }
-
-    static func depthwise(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
-        try arity(c, op, 2)
-        let o = try c.options(op, "DepthwiseConv2DOptions")
-        let padding: Int8 = try c.option(o, 0, Int8(0), op)
-        let sw = Int(try c.option(o, 1, Int32(1), op)), sh = Int(try c.option(o, 2, Int32(1), op))
-        let act: Int8 = try c.option(o, 4, Int8(0), op)
-        let dw = Int(try c.option(o, 5, Int32(1), op)), dh = Int(try c.option(o, 6, Int32(1), op))
-        let x = try spatial(c, op.inputs[0], op)
-        let w = try weight(&c, op, 1, perm: [3, 0, 1, 2], rank: 4)  // [1, kh, kw, C·M] → [C·M, 1, kh, kw]
-        let (kh, kw) = (w.shape[2], w.shape[3])
-        guard w.shape[1] == 1, x.channels > 0, w.shape[0] % x.channels == 0, sw > 0, sh > 0, dw > 0, dh > 0 else {
-            throw ImportError.malformed(c.loc(op), reason: "input channels \(x.channels), filter \(w.shape), strides \(sh)×\(sw), dilations \(dh)×\(dw)")
-        }
-        var attrs: [String: Attribute] = ["kernel_shape": .ints([kh, kw]), "strides": .ints([sh, sw]), "dilations": .ints([dh, dw]),
-                                          "group": .int(x.channels)]
-        attrs["pads"] = padding == 0 ? pads(x, kernel: (kh, kw), strides: (sh, sw), dilations: (dh, dw)) : .ints([0, 0, 0, 0])
-        let xin = c.toNCHW(c.value(op.inputs[0]))
-        let y = c.fresh(c.value(op.outputs[0]) + "_nchw")
-        c.emit("Conv", [xin, w.name, optionalInput(c, op, 2)], [y], attrs, name: c.value(op.outputs[0]))
-        try finishNCHW(&c, op, y, activation: act)
     }
 
     /// Inputs: output_shape, filter [O, kh, kw, I], input, optional bias.

@@ -2,6 +2,7 @@ import FlatBuffers
 import Foundation
 import ShrinkwrapIR
 import ShrinkwrapRuntime
+import ShrinkwrapTestSupport
 @testable import ShrinkwrapTFLite
 import XCTest
 
@@ -112,14 +113,8 @@ final class TFLiteImporterTests: XCTestCase {
             let text = errorText { _ = try TFLiteImporter.importModel(bytes: Array(bytes[0..<n]), file: "t.tflite") }
             XCTAssertTrue(text.hasPrefix("t.tflite"), "cut at \(n): \(text)")
         }
-        var state: UInt64 = 42
-        func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var rng = SplitMix(seed: 42)
+        func next() -> UInt64 { rng.next() }
         for _ in 0..<3000 {
             var d = bytes
             for _ in 0..<(1 + Int(next() % 3)) { d[Int(next() % UInt64(d.count))] = UInt8(truncatingIfNeeded: next()) }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Shrinkwrap
 import ShrinkwrapIR
+import ShrinkwrapTestSupport
 import XCTest
 
 /// JPEGs made by Scripts/make_image_fixtures.py, each with the pixels Pillow decodes.
@@ -132,14 +133,8 @@ final class ImageDecodingTests: XCTestCase {
             }
         }
         // Random damage: decodes or throws, never crashes.
-        var state: UInt64 = 0x5EED
-        func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var rng = SplitMix(seed: 0x5EED)
+        func next() -> UInt64 { rng.next() }
         for bytes in [png, jpeg] {
             for _ in 0..<400 {
                 var damaged = bytes

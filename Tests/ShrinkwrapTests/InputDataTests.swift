@@ -1,6 +1,7 @@
 import Foundation
 @testable import Shrinkwrap
 import ShrinkwrapIR
+import ShrinkwrapTestSupport
 import XCTest
 
 // MARK: - Shared helpers
@@ -51,17 +52,12 @@ private func errorText(_ body: () throws -> Void) -> String {
     do { try body(); return "no error" } catch { return "\(error)" }
 }
 
-/// Test-local SplitMix64 for corrupting bytes.
-private struct TestRNG {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+/// The shared test SplitMix64 (same sequence as before), with a bounded draw for corrupting bytes.
+private typealias TestRNG = SplitMix
+
+extension SplitMix {
+    fileprivate init(state: UInt64) { self.init(seed: state) }
+    fileprivate mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
 
 // MARK: - SHA-256
