@@ -72,7 +72,8 @@ let package = Package(
         .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport", "ShrinkwrapTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
         .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers"], exclude: ["Fixtures"]),
-        .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"]),
+        .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapReportTests", dependencies: ["ShrinkwrapReport", "ShrinkwrapIR"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v5]

@@ -300,7 +300,11 @@ struct TFLiteContext {
             }
             switch e {
             case .float16, .affine: constantTensors[out] = e
-            case .dense(let d): constantTensors[out] = .dense(Tensor(d.ints.map { $0.map(Float.init) } ?? d.floats ?? [], shape: d.shape))
+            case .dense(let d):
+                guard let values = d.ints.map({ $0.map(Float.init) }) ?? d.floats else {
+                    throw ImportError.unsupported(loc(op), what: "DEQUANTIZE of a \(d.dtype) constant")
+                }
+                constantTensors[out] = .dense(Tensor(values, shape: d.shape))
             case .palette: constantTensors[out] = e
             }
             folded.insert(op.index)

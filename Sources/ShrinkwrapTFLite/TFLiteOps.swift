@@ -541,7 +541,7 @@ extension TFLiteOps {
                     scale += a.scale
                     bias += a.bias
                 } else {
-                    return .dense(Tensor(parts.flatMap { $0.decoded().floats ?? [] }, shape: shape))
+                    return try denseStack(parts, shape: shape)
                 }
             }
             return .affine(try AffineWeights(shape: shape, bits: 8, signed: affines[0].signed, q: q, blockShape: [1, cols], scale: scale, bias: bias))
@@ -550,7 +550,19 @@ extension TFLiteOps {
         if halves.count == parts.count {
             return .float16(try Float16Weights(shape: shape, bits: halves.flatMap(\.bits)))
         }
-        return .dense(Tensor(parts.flatMap { $0.decoded().floats ?? [] }, shape: shape))
+        return try denseStack(parts, shape: shape)
+    }
+
+    /// The parts decoded to float32 and concatenated (integer weights converted; any other type refused).
+    static func denseStack(_ parts: [WeightEncoding], shape: [Int]) throws(WeightLayoutError) -> WeightEncoding {
+        var values: [Float] = []
+        for p in parts {
+            let t = p.decoded()
+            guard let v = t.floats ?? t.ints?.map(Float.init) else { throw WeightLayoutError("a \(t.dtype) gate weight") }
+            values += v
+        }
+        guard values.count == shape.reduce(1, *) else { throw WeightLayoutError("\(values.count) gate weights for shape \(shape)") }
+        return .dense(Tensor(values, shape: shape))
     }
 
     /// UNIDIRECTIONAL_SEQUENCE_LSTM → ONNX LSTM (gates i, o, f, c), peepholes
@@ -583,8 +595,10 @@ extension TFLiteOps {
         }
         // TFLite gate inputs i, f, c, o → ONNX order i, o, f, c.
         let w = try [1, 4, 2, 3].map(weight), r = try [5, 8, 6, 7].map(weight), b = try [12, 15, 13, 14].map(weight)
-        guard let hidden = w.first?.shape.first else {
-            throw ImportError.malformed(c.loc(op), reason: "LSTM input weights have no shape")
+        guard let hidden = w.first?.shape.first, let inSize = w.first?.shape.last, hidden > 0,
+              w.allSatisfy({ $0.shape == [hidden, inSize] }), r.allSatisfy({ $0.shape == [hidden, hidden] }),
+              b.allSatisfy({ $0.shape == [hidden] }) else {
+            throw ImportError.malformed(c.loc(op), reason: "LSTM gate shapes: input \(w.map(\.shape)), recurrent \(r.map(\.shape)), bias \(b.map(\.shape))")
         }
         let stackedW: WeightEncoding, stackedR: WeightEncoding
         do {
@@ -606,7 +620,11 @@ extension TFLiteOps {
         var pName = ""
         if has(9) || has(10) || has(11) {
             let peep = try [9, 11, 10].map { k -> [Float] in
-                has(k) ? (try weight(k)).decoded().floats ?? [] : Array(repeating: 0, count: hidden)
+                let v = has(k) ? (try weight(k)).decoded().floats ?? [] : Array(repeating: 0, count: hidden)
+                guard v.count == hidden else {
+                    throw ImportError.malformed(c.loc(op), reason: "peephole weights (input \(k)) hold \(v.count) values for \(hidden) cells")
+                }
+                return v
             }
             pName = c.addConstant(out + "_P", .dense(Tensor(peep.flatMap { $0 }, shape: [1, 3 * hidden])))
         }

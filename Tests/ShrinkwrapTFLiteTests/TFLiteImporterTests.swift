@@ -122,6 +122,16 @@ final class TFLiteImporterTests: XCTestCase {
         }
     }
 
+    /// Inputs libFuzzer found crashing the importer (`make fuzz-tflite`), kept as regressions.
+    func testFuzzerFindingsAreErrors() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        for name in ["fuzz-lstm-peephole.tflite"] {
+            let bytes = Array(try Data(contentsOf: dir.appendingPathComponent(name)))
+            let text = errorText { _ = try TFLiteImporter.importModel(bytes: bytes, file: name) }
+            XCTAssertTrue(text.hasPrefix(name + ": "), text)
+        }
+    }
+
     func testTransposePairsCancel() {
         let nodes = [
             Node(name: "a", opType: "Transpose", inputs: ["x"], outputs: ["x_nchw"], attributes: ["perm": .ints([0, 3, 1, 2])]),
