@@ -28,7 +28,8 @@ public enum ModelFormats {
                     supportedOps: CoreMLImporter.supportedLayers,
                     exporter: { try CoreMLExporter.export(try ExportPreparation.prepare($0).graph) }),
         ModelFormat(name: "tflite", extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
-                    supportedOps: TFLiteImporter.supportedOps, exporter: nil),
+                    supportedOps: TFLiteImporter.supportedOps,
+                    exporter: { try TFLiteExporter.export(try ExportPreparation.prepare($0).graph) }),
     ]
 
     /// The format for a path, by extension.

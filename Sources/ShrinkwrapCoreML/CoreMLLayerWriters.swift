@@ -44,10 +44,10 @@ enum CoreMLLayerWriters {
 
     // MARK: attribute helpers
 
-    static func int(_ n: Node, _ k: String, _ d: Int) -> Int { if case .int(let v)? = n.attributes[k] { return v }; return d }
-    static func float(_ n: Node, _ k: String, _ d: Float) -> Float { if case .float(let v)? = n.attributes[k] { return v }; return d }
-    static func ints(_ n: Node, _ k: String) -> [Int]? { if case .ints(let v)? = n.attributes[k] { return v }; return nil }
-    static func string(_ n: Node, _ k: String, _ d: String) -> String { if case .string(let v)? = n.attributes[k] { return v }; return d }
+    static func int(_ n: Node, _ k: String, _ d: Int) -> Int { n.int(k, d) }
+    static func float(_ n: Node, _ k: String, _ d: Float) -> Float { n.float(k, d) }
+    static func ints(_ n: Node, _ k: String) -> [Int]? { n.ints(k) }
+    static func string(_ n: Node, _ k: String, _ d: String) -> String { n.string(k, d) }
 
     static func out(_ n: Node) -> [String] { [n.outputs.first ?? ""] }
 

@@ -77,6 +77,12 @@ public struct Node: Sendable, Equatable {
     public var label: String {
         name.isEmpty ? "\(opType)→\(outputs.first ?? "?")" : name
     }
+
+    // Attribute values by kind (the default when absent or of another kind).
+    public func int(_ key: String, _ d: Int) -> Int { if case .int(let v)? = attributes[key] { return v }; return d }
+    public func float(_ key: String, _ d: Float) -> Float { if case .float(let v)? = attributes[key] { return v }; return d }
+    public func ints(_ key: String) -> [Int]? { if case .ints(let v)? = attributes[key] { return v }; return nil }
+    public func string(_ key: String, _ d: String) -> String { if case .string(let v)? = attributes[key] { return v }; return d }
 }
 
 /// A named constant (weight or other initializer) with its encoding.

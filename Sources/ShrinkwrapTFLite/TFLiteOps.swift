@@ -54,6 +54,7 @@ enum TFLiteOps {
         t["BATCH_MATMUL"] = batchMatMul
         t["DEPTH_TO_SPACE"] = { c, op in try spaceDepth(&c, op, "DepthToSpace", options: "DepthToSpaceOptions") }
         t["SPACE_TO_DEPTH"] = { c, op in try spaceDepth(&c, op, "SpaceToDepth", options: "SpaceToDepthOptions") }
+        t["LOCAL_RESPONSE_NORMALIZATION"] = localResponseNorm
         t["UNIDIRECTIONAL_SEQUENCE_LSTM"] = sequenceLSTM
         return t
     }()
@@ -498,6 +499,22 @@ enum TFLiteOps {
         let xin = c.toNCHW(c.value(op.inputs[0]))
         let y = c.fresh(c.value(op.outputs[0]) + "_nchw")
         c.emit("Resize", [xin, "", "", c.int64Constant("sizes", [n, x.channels, size[0], size[1]])], [y], attrs)
+        try finishNCHW(&c, op, y, activation: 0)
+    }
+
+    /// TFLite: x / (bias + alpha · Σ x² over depth_radius channels either side)^beta;
+    /// ONNX's LRN divides alpha by its window size (2 · radius + 1).
+    static func localResponseNorm(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
+        try arity(c, op, 1)
+        let o = try c.options(op, "LocalResponseNormalizationOptions")
+        let radius = Int(try c.option(o, 0, Int32(0), op))
+        let bias: Float = try c.option(o, 1, Float(0), op), alpha: Float = try c.option(o, 2, Float(0), op), beta: Float = try c.option(o, 3, Float(0), op)
+        guard radius >= 0, radius < 1 << 20 else { throw ImportError.malformed(c.loc(op), reason: "depth_radius \(radius)") }
+        _ = try spatial(c, op.inputs[0], op)
+        let size = 2 * radius + 1
+        let xin = c.toNCHW(c.value(op.inputs[0]))
+        let y = c.fresh(c.value(op.outputs[0]) + "_nchw")
+        c.emit("LRN", [xin], [y], ["size": .int(size), "alpha": .float(alpha * Float(size)), "beta": .float(beta), "bias": .float(bias)])
         try finishNCHW(&c, op, y, activation: 0)
     }
 

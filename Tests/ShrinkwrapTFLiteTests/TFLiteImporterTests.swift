@@ -12,7 +12,9 @@ private func errorText(_ body: () throws -> Void) -> String {
 
 final class TFLiteImporterTests: XCTestCase {
     /// x [1, 2, 2, 3] → CONV_2D (1×1, 2 filters, bias, fused RELU) → ADD constant → y.
-    func convModel(filterType: Int8 = 0) -> TestTFLite {
+    func convModel(filterType: Int8 = 0) -> TestTFLite { Self.convModel(filterType: filterType) }
+
+    static func convModel(filterType: Int8 = 0) -> TestTFLite {
         var m = TestTFLite()
         let filter: [Float] = [1, 0, -1, 0.5, 0.5, 0.5]  // [2, 1, 1, 3]
         var w = TestTFLite.T(name: "w", shape: [2, 1, 1, 3], data: TestTFLite.floats(filter))

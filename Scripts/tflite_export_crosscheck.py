@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Check .tflite files written by `shrinkwrap convert` in tf.lite.Interpreter.
+
+usage: tflite_export_crosscheck.py --shrinkwrap .build/release/shrinkwrap
+           [--fixtures .testdata/tflite [--only PATTERN]...]
+           [MODEL.onnx|MODEL.mlmodel|MODEL.tflite ...]
+           [--modes float,fp16,linear8] [--timeout S]
+
+Runs in the TensorFlow venv (.venv-tf). For every source model and every mode:
+  1. `shrinkwrap convert SOURCE -o OUT.tflite` (fp16: --mode fp16; linear8:
+     --mode linear --bits 8 --symmetric, the per-channel int8 form TFLite's
+     dynamic-range kernels read);
+  2. tf.lite.Interpreter runs OUT.tflite and `shrinkwrap run OUT.tflite` runs
+     the same file on the same inputs (the fixture's .npy inputs from the
+     manifest, else seeded normal floats);
+  3. every output must have the same shape and
+       float / fp16:   max|ours - tflite| <= 1e-4 * max(1, max|tflite|)
+       linear8:        TFLite's dynamic-range kernels quantize activations on
+                       the fly, ours compute in float with the same int8
+                       weights, so the bound comes from TFLite's own int8
+                       error on this model: the distance between its output
+                       of the linear8 file and of the float32 export:
+                         max|ours - tflite| <= 2 * max|tflite - dequantized| + 1e-3 * scale
+     For fixtures (converter-made .tflite files) the float export must also
+     give the converter file's own reference outputs (the round trip
+     .tflite -> IR -> .tflite), within the same bound.
+One line per file and mode, a summary, exit status 1 on any failure.
+"""
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+
+MODES = {
+    "float": [],
+    "fp16": ["--mode", "fp16"],
+    "linear8": ["--mode", "linear", "--bits", "8", "--symmetric"],
+}
+FLOAT_RTOL = 1e-4
+
+
+def sanitized(name):
+    s = "".join(c if c.isalpha() or c.isnumeric() or c in "-_." else "_" for c in name)
+    return s or "output"
+
+
+def last_error(stderr):
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    errs = [l for l in lines if "error:" in l]
+    return (errs or lines or ["(no message)"])[-1]
+
+
+def max_diff(a, b):
+    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+
+
+def tflite_run(path, feeds):
+    it = tf.lite.Interpreter(model_path=path)
+    it.allocate_tensors()
+    for d in it.get_input_details():
+        it.set_tensor(d["index"], feeds[d["name"]].astype(d["dtype"]))
+    it.invoke()
+    return {d["name"]: it.get_tensor(d["index"]) for d in it.get_output_details()}
+
+
+def input_details(path):
+    it = tf.lite.Interpreter(model_path=path)
+    return [(d["name"], list(d["shape"]), d["dtype"]) for d in it.get_input_details()]
+
+
+def ours_run(args, path, feeds, tmp):
+    out = os.path.join(tmp, "ours")
+    os.makedirs(out, exist_ok=True)
+    cmd = [args.shrinkwrap, "run", path, "--output-dir", out]
+    for k, (name, x) in enumerate(feeds.items()):
+        f = os.path.join(tmp, f"input{k}.npy")
+        np.save(f, x)
+        cmd += ["-i", f"{name}={f}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    if r.returncode != 0:
+        raise RuntimeError("shrinkwrap run: " + last_error(r.stderr))
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}
+
+
+def convert(args, source, out, flags):
+    r = subprocess.run([args.shrinkwrap, "convert", source, "-o", out] + flags, capture_output=True, text=True,
+                       timeout=args.timeout)
+    if r.returncode != 0:
+        raise RuntimeError("convert: " + last_error(r.stderr))
+
+
+def check(args, source, mode, fixture_inputs, fixture_refs, tmp):
+    """Returns (ok, message)."""
+    out = os.path.join(tmp, f"model.{mode}.tflite")
+    convert(args, source, out, MODES[mode])
+    details = input_details(out)
+    note = ""
+    if fixture_inputs is not None and all(list(fixture_inputs[n].shape) == s for n, s, _ in details if n in fixture_inputs) \
+            and all(n in fixture_inputs for n, _, _ in details):
+        feeds = fixture_inputs
+    else:
+        if fixture_inputs is not None:
+            # The export fixes a free batch axis to 1; the source's reference used another batch.
+            note = " (export has fixed shapes " + ", ".join(f"{n} {s}" for n, s, _ in details) + \
+                "; seeded inputs, source file not compared)"
+            fixture_refs = None
+        rng = np.random.default_rng(0)
+        feeds = {}
+        for name, shape, dtype in details:
+            if np.issubdtype(dtype, np.floating):
+                feeds[name] = rng.standard_normal(shape).astype(np.float32)
+            else:
+                feeds[name] = rng.integers(0, 2, shape).astype(dtype)
+    ref = tflite_run(out, feeds)
+    ours = ours_run(args, out, feeds, tmp)
+    dequant = None
+    if mode == "linear8":
+        # TFLite's own int8 error on this model: its hybrid output against its output of the float export.
+        plain = os.path.join(tmp, "model.float.tflite")
+        convert(args, source, plain, [])
+        dequant = tflite_run(plain, feeds)
+    texts, bad = [], []
+    for name, r in ref.items():
+        o = ours.get(sanitized(name))
+        if o is None:
+            return False, f"no output '{name}' from shrinkwrap (wrote {sorted(ours)})"
+        if list(o.shape) != list(r.shape):
+            return False, f"output '{name}': shape {list(o.shape)}, TFLite {list(r.shape)}"
+        scale = max(1.0, float(np.max(np.abs(r))) if r.size else 0.0)
+        err = max_diff(o, r)
+        if dequant is not None:
+            q = max_diff(r, dequant[name])
+            tol = 2 * q + 1e-3 * scale
+            ours_q = max_diff(o, dequant[name])
+            text = f"max|d|={err:.2e} tol={tol:.2e} (TFLite int8 vs float {q:.2e}, ours vs float {ours_q:.2e})"
+            # TFLite's error far above the weights' own (ours) means TFLite misread the int8 weights.
+            if q > 10 * ours_q + 1e-2 * scale:
+                bad.append(text + ": TFLite's int8 error is far above the weights' own")
+        else:
+            tol = FLOAT_RTOL * scale
+            text = f"max|d|={err:.2e} tol={tol:.2e}"
+        if fixture_refs is not None and mode == "float":
+            want = fixture_refs.get(name)
+            if want is None:
+                return False, f"exported file has output '{name}', the source file does not"
+            rt = max_diff(r, want)
+            text += f", vs source file {rt:.2e}"
+            if rt > tol:
+                bad.append(text)
+        if err > tol:
+            bad.append(text)
+        texts.append(text if len(ref) == 1 else f"{name}: {text}")
+    if bad:
+        return False, "; ".join(bad)
+    return True, "; ".join(texts) + note
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shrinkwrap", required=True)
+    ap.add_argument("--fixtures", help="folder with manifest.json (converter-made .tflite files)")
+    ap.add_argument("--only", action="append", default=[], metavar="PATTERN")
+    ap.add_argument("--modes", default="float,fp16,linear8")
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--skip", action="append", default=[], metavar="FILE=REASON",
+                    help="do not check FILE (a fixture or model file name), and say why, loudly")
+    ap.add_argument("models", nargs="*")
+    args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    for m in modes:
+        if m not in MODES:
+            sys.exit(f"unknown mode {m}; known: {', '.join(MODES)}")
+
+    jobs = []  # (label, source, inputs, refs)
+    if args.fixtures:
+        with open(os.path.join(args.fixtures, "manifest.json")) as f:
+            manifest = json.load(f)
+        for e in manifest:
+            if e["variant"] != "float32":
+                continue
+            if args.only and not any(fnmatch.fnmatch(e["file"], p) or p in e["file"] for p in args.only):
+                continue
+            inputs = {i["name"]: np.load(os.path.join(args.fixtures, i["file"])) for i in e["inputs"]}
+            refs = {o["name"]: np.load(os.path.join(args.fixtures, o["file"])) for o in e["outputs"]}
+            jobs.append((e["file"], os.path.join(args.fixtures, e["file"]), inputs, refs))
+    for m in args.models:
+        # .../light_squeezenet/model.onnx is named by its folder.
+        base = os.path.basename(m)
+        label = os.path.basename(os.path.dirname(m)) + "/" + base if base.startswith("model.") else base
+        jobs.append((label, m, None, None))
+    if not jobs:
+        sys.exit("nothing to check")
+
+    skips = dict(s.split("=", 1) if "=" in s else (s, "no reason given") for s in args.skip)
+    for label, reason in skips.items():
+        print(f"SKIPPED {label}: {reason}")
+    jobs = [j for j in jobs if j[0] not in skips]
+    width = max(len(j[0]) for j in jobs) + 9
+    failed = []
+    for label, source, inputs, refs in jobs:
+        for mode in modes:
+            with tempfile.TemporaryDirectory(prefix="tflite-export-") as tmp:
+                try:
+                    ok, msg = check(args, source, mode, inputs, refs, tmp)
+                except (RuntimeError, ValueError, subprocess.TimeoutExpired) as err:
+                    ok, msg = False, str(err).splitlines()[0] if str(err) else type(err).__name__
+            name = f"{label} {mode}"
+            if not ok:
+                failed.append(name)
+            print(f"{'PASS' if ok else 'FAIL':5s} {name:{width}s} {msg}", flush=True)
+    total = len(jobs) * len(modes)
+    print(f"\n{total} exports: {total - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        print("failed: " + ", ".join(failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
