@@ -18,6 +18,9 @@ let package = Package(
         .target(name: "ShrinkwrapIR"),
         // FlatBuffers reader/builder (ours, no dependencies): the base of the TFLite importer and exporter.
         .target(name: "FlatBuffers"),
+        // ZIP archives in memory (no dependencies): read — central directory incl. ZIP64, stored + deflate members,
+        // CRC-32 — and a deterministic writer of stored archives. Under .npz files and TFLite metadata's appended files.
+        .target(name: "ZipArchive"),
         .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
         .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
@@ -35,7 +38,7 @@ let package = Package(
             name: "ShrinkwrapONNX",
             dependencies: ["ShrinkwrapIR", "ONNXSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
-        .target(name: "ShrinkwrapTFLite", dependencies: ["ShrinkwrapIR", "FlatBuffers"]),
+        .target(name: "ShrinkwrapTFLite", dependencies: ["ShrinkwrapIR", "FlatBuffers", "ZipArchive"]),
         .target(
             name: "ShrinkwrapCoreML",
             dependencies: ["ShrinkwrapIR", "CoreMLSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
@@ -48,7 +51,7 @@ let package = Package(
         .target(
             name: "Shrinkwrap",
             dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapTFLite", "ShrinkwrapReport",
-                           .target(name: "CImageCodecs", condition: .when(platforms: [.linux]))]
+                           "ZipArchive", .target(name: "CImageCodecs", condition: .when(platforms: [.linux]))]
         ),
         .executableTarget(
             name: "ShrinkwrapCLI",
@@ -69,10 +72,13 @@ let package = Package(
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["conformance-exclusions.txt"]
         ),
-        .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport", "ShrinkwrapTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport", "ShrinkwrapTestSupport",
+                                                     "ZipArchive", "ShrinkwrapTFLite", "FlatBuffers"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
         .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers"], exclude: ["Fixtures"]),
-        .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"],
+        .testTarget(name: "ZipArchiveTests", dependencies: ["ZipArchive", "ShrinkwrapTestSupport"]),
+        .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport",
+                                                           "ZipArchive"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapReportTests", dependencies: ["ShrinkwrapReport", "ShrinkwrapIR"], exclude: ["Golden"]),
     ],

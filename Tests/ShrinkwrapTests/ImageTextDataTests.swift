@@ -3,6 +3,7 @@ import Foundation
 import ShrinkwrapIR
 import ShrinkwrapTestSupport
 import XCTest
+import ZipArchive
 
 /// JPEGs made by Scripts/make_image_fixtures.py, each with the pixels Pillow decodes.
 private let imageFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/Images")

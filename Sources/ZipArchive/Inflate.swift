@@ -1,29 +1,26 @@
-import Foundation
-import ShrinkwrapIR
-
 /// A DEFLATE (RFC 1951) decoder for raw deflate streams, as ZIP members
 /// hold them: stored, fixed-Huffman and dynamic-Huffman blocks. Every read is
 /// checked against the end of the input and every back-reference against the
 /// output so far; the output is capped so a small hostile stream cannot
 /// expand without bound.
-enum Inflate {
-    struct Error: Swift.Error, CustomStringConvertible, Equatable {
-        let reason: String
-        var description: String { reason }
+public enum Inflate {
+    public struct Error: Swift.Error, CustomStringConvertible, Equatable, Sendable {
+        public let reason: String
+        public var description: String { reason }
     }
 
     /// The most bytes DEFLATE can expand a stream of `compressedCount` bytes to
     /// (one 1-bit length code plus one 1-bit distance code per 258 bytes, with
     /// slack for block headers), so declared sizes beyond it can be refused
     /// before anything is allocated.
-    static func maximumExpansion(of compressedCount: Int) -> Int {
+    public static func maximumExpansion(of compressedCount: Int) -> Int {
         let (p, o) = compressedCount.multipliedReportingOverflow(by: 1032)
         return o ? Int.max : p &+ 1024
     }
 
     /// Decodes `input`. With `expectedSize` the output must be exactly that
     /// long; it never grows past `limit` bytes in any case.
-    static func decompress(_ input: [UInt8], expectedSize: Int?, limit: Int) throws -> [UInt8] {
+    public static func decompress(_ input: [UInt8], expectedSize: Int?, limit: Int) throws -> [UInt8] {
         var cap = max(0, limit)
         if let e = expectedSize {
             guard e >= 0 else { throw Error(reason: "negative expected size \(e)") }
@@ -266,14 +263,14 @@ enum Inflate {
 }
 
 /// CRC-32 as ZIP, gzip and PNG use it (reflected polynomial 0xEDB88320).
-enum CRC32 {
+public enum CRC32 {
     static let table: [UInt32] = (0..<256).map { n -> UInt32 in
         var c = UInt32(n)
         for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
         return c
     }
 
-    static func checksum<C: Collection>(_ bytes: C, initial: UInt32 = 0) -> UInt32 where C.Element == UInt8 {
+    public static func checksum<C: Collection>(_ bytes: C, initial: UInt32 = 0) -> UInt32 where C.Element == UInt8 {
         var c = ~initial
         for b in bytes { c = table[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
         return ~c

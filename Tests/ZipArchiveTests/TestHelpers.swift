@@ -1,0 +1,62 @@
+import Foundation
+import ShrinkwrapTestSupport
+import XCTest
+
+/// A Python 3 for cross-checks against its zlib and zipfile (standard library only):
+/// SHRINKWRAP_TEST_PYTHON, else python3 on PATH. Tests that need it skip, loudly, without it.
+let testPython: String? = {
+    if let p = ProcessInfo.processInfo.environment["SHRINKWRAP_TEST_PYTHON"] { return p }
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    for dir in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(dir)/python3") {
+        return "\(dir)/python3"
+    }
+    return nil
+}()
+
+struct PythonFailed: Error, CustomStringConvertible { let description: String }
+
+func requirePython() throws {
+    guard let p = testPython, FileManager.default.isExecutableFile(atPath: p) else {
+        let message = "SKIPPED: no python3 (or SHRINKWRAP_TEST_PYTHON) found, so the zlib / zipfile cross-checks are not run"
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        throw XCTSkip(message)
+    }
+}
+
+/// Runs a Python script in `dir`; a failing script fails the test.
+func runPython(_ script: String, in dir: URL) throws {
+    try requirePython()
+    let scriptURL = dir.appendingPathComponent("gen.py")
+    try Data(script.utf8).write(to: scriptURL)
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: testPython ?? "python3")
+    p.arguments = [scriptURL.path]
+    p.currentDirectoryURL = dir
+    let err = Pipe()
+    p.standardError = err
+    try p.run()
+    let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+        throw PythonFailed(description: "python script failed (\(p.terminationStatus)): \(errText)")
+    }
+}
+
+func makeTempDir() throws -> URL {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("shrinkwrap-zip-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir
+}
+
+/// The text of the error `body` throws ("no error" when it does not throw).
+func errorText(_ body: () throws -> Void) -> String {
+    do { try body(); return "no error" } catch { return "\(error)" }
+}
+
+/// The shared test SplitMix64, with a bounded draw for corrupting bytes.
+typealias TestRNG = SplitMix
+
+extension SplitMix {
+    init(state: UInt64) { self.init(seed: state) }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
