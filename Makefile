@@ -38,10 +38,11 @@ $(VENV)/.stamp: Scripts/requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r Scripts/requirements.txt
 	touch $@
 
-venv-tf: $(VENV_TF)/.stamp ## a second venv with TensorFlow 2.12 + coremltools (Keras fixtures; TF pins its own numpy)
-$(VENV_TF)/.stamp: Scripts/requirements-tf.txt
+venv-tf: $(VENV_TF)/.stamp ## a second venv with TensorFlow 2.12 + coremltools + tflite-support (Keras / TFLite fixtures; TF pins its own numpy)
+$(VENV_TF)/.stamp: Scripts/requirements-tf.txt Scripts/requirements-tf-nodeps.txt
 	python3 -m venv $(VENV_TF)
 	$(VENV_TF)/bin/pip install -q --disable-pip-version-check -r Scripts/requirements-tf.txt
+	$(VENV_TF)/bin/pip install -q --disable-pip-version-check --no-deps -r Scripts/requirements-tf-nodeps.txt
 	touch $@
 
 build: ## release build of the shrinkwrap binary
@@ -76,10 +77,15 @@ schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated co
 
 # Our TFLite schema subset: flatc must accept it, and every id / name / type /
 # default / enum value must match the schema TensorFlow ships (schema_py_generated.py).
-check-tflite-schema: deps venv-tf ## check Schemas/tflite/tflite.fbs with flatc and against TF's own TFLite schema
+# The metadata schema likewise against tflite-support's metadata_schema_py_generated.py (flatc --no-warnings:
+# upstream's field sentencePiece_model is not snake_case, and we keep upstream's names).
+check-tflite-schema: deps venv-tf ## check Schemas/tflite/{tflite,metadata_schema}.fbs with flatc and against TF's / tflite-support's own
 	rm -rf $(TOOLS)/tflite-cpp && mkdir -p $(TOOLS)/tflite-cpp
 	flatc --cpp -o $(TOOLS)/tflite-cpp Schemas/tflite/tflite.fbs && echo "flatc accepts Schemas/tflite/tflite.fbs"
 	$(VENV_TF)/bin/python Scripts/check_tflite_schema.py Schemas/tflite/tflite.fbs
+	flatc --cpp --no-warnings -o $(TOOLS)/tflite-cpp Schemas/tflite/metadata_schema.fbs && echo "flatc accepts Schemas/tflite/metadata_schema.fbs"
+	$(VENV_TF)/bin/python Scripts/check_tflite_schema.py Schemas/tflite/metadata_schema.fbs --official \
+	  "$$($(VENV_TF)/bin/python -c 'import os, tensorflow_lite_support.metadata as m; print(os.path.join(os.path.dirname(m.__file__), "metadata_schema_py_generated.py"))')"
 
 # --- fuzzing (libFuzzer + AddressSanitizer; outside SwiftPM) ---------------------
 FUZZ_DIR  := .build/fuzz
@@ -100,12 +106,13 @@ fuzz-flatbuffers: deps $(FUZZ_DIR)/flatbuffers-fuzz ## fuzz the FlatBuffers read
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/flatbuffers-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 \
 	  -artifact_prefix=$(FUZZ_DIR)/flatbuffers- $(FUZZ_DIR)/flatbuffers-corpus $(FUZZ_DIR)/flatbuffers-seeds
 
-# The TFLite importer as one module: IR + FlatBuffers + TFLite sources without their cross-module imports.
-TFLITE_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/FlatBuffers/*.swift Sources/ShrinkwrapTFLite/*.swift)
+# The TFLite importer as one module: IR + FlatBuffers + ZipArchive + TFLite sources without their cross-module imports
+# (so the metadata reader and the appended ZIP of associated files are fuzzed with the model).
+TFLITE_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/FlatBuffers/*.swift Sources/ZipArchive/*.swift Sources/ShrinkwrapTFLite/*.swift)
 $(FUZZ_DIR)/tflite-fuzz: Fuzz/TFLiteImportFuzz/main.swift $(TFLITE_FUZZ_SOURCES)
 	rm -rf $(FUZZ_DIR)/tflite-src && mkdir -p $(FUZZ_DIR)/tflite-src
 	for f in $(TFLITE_FUZZ_SOURCES); do \
-	  sed -e '/^import ShrinkwrapIR$$/d' -e '/^import FlatBuffers$$/d' $$f > $(FUZZ_DIR)/tflite-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
+	  sed -e '/^import ShrinkwrapIR$$/d' -e '/^import FlatBuffers$$/d' -e '/^import ZipArchive$$/d' $$f > $(FUZZ_DIR)/tflite-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
 	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -module-name TFLiteImportFuzz $(FUZZ_LINK) \
 	  $(FUZZ_DIR)/tflite-src/*.swift Fuzz/TFLiteImportFuzz/main.swift -o $@
 
@@ -113,6 +120,7 @@ fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_R
 	rm -rf $(FUZZ_DIR)/tflite-seeds && mkdir -p $(FUZZ_DIR)/tflite-seeds $(FUZZ_DIR)/tflite-corpus
 	flatc -b -o $(FUZZ_DIR)/tflite-seeds Schemas/tflite/tflite.fbs Fuzz/FlatBuffersFuzz/seeds/*.json
 	-cp $(TESTDATA)/tflite/*.tflite $(FUZZ_DIR)/tflite-seeds/ 2>/dev/null
+	-cp $(TESTDATA)/tflite-metadata/*.tflite $(FUZZ_DIR)/tflite-seeds/ 2>/dev/null
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/tflite-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 	  -artifact_prefix=$(FUZZ_DIR)/tflite- $(FUZZ_DIR)/tflite-corpus $(FUZZ_DIR)/tflite-seeds
 
@@ -121,8 +129,9 @@ TESTDATA_STAMP := $(TESTDATA)/.stamp
 
 KERAS_STAMP := $(TESTDATA)/keras/manifest.json
 TFLITE_STAMP := $(TESTDATA)/tflite/manifest.json
+TFLITE_META_STAMP := $(TESTDATA)/tflite-metadata/fixtures.json
 
-testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) $(TFLITE_STAMP) ## generate the ONNX node suite, model suites, Keras → Core ML and TensorFlow Lite fixtures into .testdata/
+testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) $(TFLITE_STAMP) $(TFLITE_META_STAMP) ## generate the ONNX node suite, model suites, Keras → Core ML and TensorFlow Lite fixtures (incl. tflite-support metadata, an ML Kit bundle) into .testdata/
 $(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py Scripts/packing_vectors.py $(VENV)/.stamp
 	$(PY) Scripts/gen_onnx_node_tests.py $(TESTDATA)/onnx-node 2>/dev/null
 	$(PY) Scripts/materialize_light.py $(TESTDATA)/models >/dev/null
@@ -136,6 +145,10 @@ $(TFLITE_STAMP): Scripts/make_tflite_fixtures.py $(VENV_TF)/.stamp
 	rm -rf $(TESTDATA)/tflite
 	$(VENV_TF)/bin/python Scripts/make_tflite_fixtures.py $(TESTDATA)/tflite >/dev/null 2>&1 || \
 	  { $(VENV_TF)/bin/python Scripts/make_tflite_fixtures.py $(TESTDATA)/tflite; exit 1; }
+$(TFLITE_META_STAMP): Scripts/make_tflite_metadata_fixtures.py Scripts/make_tflite_fixtures.py $(VENV_TF)/.stamp
+	rm -rf $(TESTDATA)/tflite-metadata
+	$(VENV_TF)/bin/python Scripts/make_tflite_metadata_fixtures.py $(TESTDATA)/tflite-metadata >/dev/null 2>&1 || \
+	  { $(VENV_TF)/bin/python Scripts/make_tflite_metadata_fixtures.py $(TESTDATA)/tflite-metadata; exit 1; }
 
 # --- tests ------------------------------------------------------------------
 # Tests run in release mode: the suites execute real CNNs.

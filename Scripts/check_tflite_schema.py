@@ -20,6 +20,10 @@ field count, whole new tables): those are listed as "newer than TF x.y" and
 are not errors. Anything else is a mismatch. Exits 1 on any mismatch.
 
 usage: check_tflite_schema.py [FBS] [--official schema_py_generated.py]
+
+The metadata schema is checked the same way (`make check-tflite-schema`):
+check_tflite_schema.py Schemas/tflite/metadata_schema.fbs --official
+tensorflow_lite_support/metadata/metadata_schema_py_generated.py (tflite-support).
 """
 import argparse
 import importlib.util

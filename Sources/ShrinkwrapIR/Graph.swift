@@ -112,6 +112,20 @@ public struct ImageInput: Sendable, Equatable {
     public init(name: String, color: ColorLayout) { self.name = name; self.color = color }
 }
 
+/// How a float input's values are made from raw ones (pixels 0…255 for an
+/// image input), as TFLite metadata's NormalizationOptions says it:
+/// `input = (raw − mean[c]) / std[c]` per channel c, where a single value
+/// applies to every channel. Unlike Core ML image inputs (whose scaling
+/// importers turn into graph nodes), the graph's input *is* the normalized
+/// tensor: this says what apps do before they feed it, and data loading
+/// (image files) uses it as its default.
+public struct InputNormalization: Sendable, Equatable {
+    public var name: String
+    public var mean: [Float]
+    public var std: [Float]
+    public init(name: String, mean: [Float], std: [Float]) { self.name = name; self.mean = mean; self.std = std }
+}
+
 /// Model-level metadata that travels with the graph.
 public struct Metadata: Sendable, Equatable {
     public var producerName = ""
@@ -127,6 +141,8 @@ public struct Metadata: Sendable, Equatable {
     public var properties: [(key: String, value: String)] = []
     /// Inputs that apps feed as images.
     public var imageInputs: [ImageInput] = []
+    /// Inputs the file says apps normalize before feeding (TFLite metadata), in input order.
+    public var inputNormalization: [InputNormalization] = []
     /// Nodes the source model marks as trainable on device (Core ML
     /// `isUpdatable`); their weights must stay float32.
     public var updatableNodes: [String] = []
@@ -142,12 +158,18 @@ public struct Metadata: Sendable, Equatable {
             && a.domain == b.domain && a.modelVersion == b.modelVersion && a.author == b.author
             && a.license == b.license && a.labels == b.labels
             && a.properties.map(\.key) == b.properties.map(\.key) && a.properties.map(\.value) == b.properties.map(\.value)
-            && a.imageInputs == b.imageInputs && a.updatableNodes == b.updatableNodes
+            && a.imageInputs == b.imageInputs && a.inputNormalization == b.inputNormalization && a.updatableNodes == b.updatableNodes
             && a.formatData.map(\.key) == b.formatData.map(\.key) && a.formatData.map(\.value) == b.formatData.map(\.value)
     }
 
     /// The opaque data stored under `key`, if any.
     public func formatData(_ key: String) -> [UInt8]? { formatData.first { $0.key == key }?.value }
+
+    /// The value of the first property called `key`, if any.
+    public func property(_ key: String) -> String? { properties.first { $0.key == key }?.value }
+
+    /// The normalization the file gives for input `name`, if any.
+    public func normalization(of name: String) -> InputNormalization? { inputNormalization.first { $0.name == name } }
 }
 
 /// The intermediate representation every format imports into.

@@ -360,6 +360,8 @@ struct TFLiteContext {
             let text = String(decoding: m.buffers[b].prefix { $0 != 0 }, as: UTF8.self)
             graph.metadata.properties.append((key: key, value: text))
         }
+        // tflite-support metadata (name, description, labels, input normalization, vocabulary).
+        try TFLiteMetadata.read(m, into: &graph, inputs: m.inputs.map { constantTensors[$0] == nil ? names[$0] : nil }, outputs: m.outputs.map { names[$0] })
         return graph
     }
 

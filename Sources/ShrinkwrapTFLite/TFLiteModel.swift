@@ -38,6 +38,8 @@ struct TFLiteModel {
     }
 
     var file: String
+    /// The whole file (the metadata's associated files are in a ZIP appended after the model).
+    var bytes: [UInt8]
     var version: UInt32
     var description: String
     var subgraphName: String
@@ -65,6 +67,7 @@ struct TFLiteModel {
 
     init(bytes: [UInt8], file: String) throws {
         self.file = file
+        self.bytes = bytes
         func loc(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }
         func wrap<T>(_ place: String, _ body: () throws -> T) throws -> T {
             do { return try body() } catch let e as FlatBufferError {

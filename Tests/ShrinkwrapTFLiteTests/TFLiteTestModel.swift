@@ -28,6 +28,10 @@ struct TestTFLite {
     var inputs: [Int32] = []
     var outputs: [Int32] = []
     var identifier = "TFL3"
+    /// Model.metadata entries, each with its own buffer.
+    var metadata: [(name: String, data: [UInt8])] = []
+    /// Bytes appended after the FlatBuffer, given its size (a ZIP of associated files).
+    var trailer: ((Int) throws -> [UInt8])? = nil
 
     static func floats(_ v: [Float]) -> [UInt8] { v.flatMap { withUnsafeBytes(of: $0.bitPattern.littleEndian, Array.init) } }
     static func ints(_ v: [Int32]) -> [UInt8] { v.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) } }
@@ -45,6 +49,14 @@ struct TestTFLite {
             } else {
                 bufferIndex.append(0)
             }
+        }
+        var metadataTables: [FlatBufferOffset] = []
+        for m in metadata {
+            let v = b.createVector(bytes: m.data, alignment: 16)
+            bufferTables.append(b.table { $0.add(0, v) })
+            let name = b.createString(m.name)
+            let index = UInt32(bufferTables.count - 1)
+            metadataTables.append(b.table { t in t.add(0, name); t.add(1, index, default: 0) })
         }
         let buffers = b.createVector(offsets: bufferTables)
         var tensorTables: [FlatBufferOffset] = []
@@ -91,7 +103,9 @@ struct TestTFLite {
         let iv = b.createVector(inputs), outv = b.createVector(outputs), sgName = b.createString("main")
         let sg = b.table { tb in tb.add(0, tv); tb.add(1, iv); tb.add(2, outv); tb.add(3, ov); tb.add(4, sgName) }
         let sgs = b.createVector(offsets: [sg]), cv = b.createVector(offsets: codeTables), desc = b.createString("test")
-        let model = b.table { tb in tb.add(0, UInt32(3), default: 0); tb.add(1, cv); tb.add(2, sgs); tb.add(3, desc); tb.add(4, buffers) }
-        return try b.finish(root: model, fileIdentifier: identifier)
+        let mv = metadataTables.isEmpty ? nil : b.createVector(offsets: metadataTables)
+        let model = b.table { tb in tb.add(0, UInt32(3), default: 0); tb.add(1, cv); tb.add(2, sgs); tb.add(3, desc); tb.add(4, buffers); tb.add(6, mv) }
+        let flatbuffer = try b.finish(root: model, fileIdentifier: identifier)
+        return try flatbuffer + (trailer?(flatbuffer.count) ?? [])
     }
 }
