@@ -117,5 +117,7 @@ extension Shrinkwrap {
             graph.nodes.insert(contentsOf: newNodes, at: 0)
         }
         graph.metadata.imageInputs.append(ImageInput(name: o.name, color: o.color))
+        // The input now takes raw pixels: a normalization from the source file no longer describes it.
+        graph.metadata.inputNormalization.removeAll { $0.name == o.name }
     }
 }

@@ -26,7 +26,9 @@ public struct Image8: Sendable, Equatable {
 /// Order: decode → colour conversion → `resize` → `centerCrop` → (when the
 /// result still differs from the model's fixed height × width, a plain
 /// resize to it) → per channel `(pixel × scale − mean) / std` → the input's
-/// layout (NCHW or NHWC, from its shape) and dtype.
+/// layout (NCHW or NHWC, from its shape) and dtype. A float input whose
+/// model metadata gives a normalization (TFLite's NormalizationOptions) takes
+/// that mean / std by default; giving any of scale / mean / std replaces it.
 public struct ImagePreprocessing: Sendable, Equatable {
     /// A size given on the command line: one number (the shorter side, or a square crop) or W×H.
     public enum Size: Sendable, Equatable, CustomStringConvertible {
@@ -373,6 +375,16 @@ public enum ImageData {
         }
     }
 
+    /// The normalization from the model's metadata (TFLite NormalizationOptions)
+    /// that applies to `info`: when the input is float, is not a declared
+    /// image input, and none of --scale / --mean / --std is given (any of
+    /// them replaces it whole).
+    public static func metadataNormalization(for info: ValueInfo, graph: Graph, options: ImagePreprocessing) -> InputNormalization? {
+        guard options.scale == nil, options.mean.isEmpty, options.std.isEmpty, (info.dtype ?? .float32).isFloatingPoint,
+              !graph.metadata.imageInputs.contains(where: { $0.name == info.name }) else { return nil }
+        return graph.metadata.normalization(of: info.name)
+    }
+
     /// One image file as the input `info` takes it.
     static func tensor(fromFile url: URL, display: String, for info: ValueInfo, graph: Graph, options: ImagePreprocessing) throws -> Tensor {
         let bytes: [UInt8]
@@ -393,6 +405,8 @@ public enum ImageData {
         if declared != nil, options.scale != nil || !options.mean.isEmpty || !options.std.isEmpty {
             throw InputData.Error("input '\(info.name)' is an image input: the model scales its 0…255 pixels itself, so --scale / --mean / --std do not apply")
         }
+        // Without --scale / --mean / --std, the normalization the model's metadata gives (TFLite).
+        let fromMetadata = metadataNormalization(for: info, graph: graph, options: options)
         var image = converted(decoded, channels: geo.channels)
         if let r = options.resize {
             let t = target(of: r, for: image)
@@ -418,12 +432,13 @@ public enum ImageData {
             if values.isEmpty { return Array(repeating: fallback, count: c) }
             if values.count == 1 { return Array(repeating: values[0], count: c) }
             guard values.count == c else {
-                throw InputData.Error("--\(name) has \(values.count) values but input '\(info.name)' has \(c) channel\(c == 1 ? "" : "s")")
+                let what = fromMetadata == nil ? "--\(name)" : "the model's metadata normalization (\(name))"
+                throw InputData.Error("\(what) has \(values.count) values but input '\(info.name)' has \(c) channel\(c == 1 ? "" : "s")")
             }
             return values
         }
-        let mean = try perChannel(options.mean, "mean", 0)
-        let std = try perChannel(options.std, "std", 1)
+        let mean = try perChannel(fromMetadata?.mean ?? options.mean, "mean", 0)
+        let std = try perChannel(fromMetadata?.std ?? options.std, "std", 1)
         if let zero = std.firstIndex(of: 0) { throw InputData.Error("--std value \(zero) is 0") }
         let scale = options.scale ?? 1
         // Channel order: the decoded image is RGB; BGR swaps.

@@ -90,6 +90,15 @@ public enum InputData {
         if reader.images > 0, !options.image.summary.isEmpty {
             set.description += " (\(options.image.summary))"
         }
+        if reader.images > 0 {
+            let notes = inputs.compactMap { i in
+                ImageData.metadataNormalization(for: i, graph: graph, options: options.image).map { "\(i.name): mean \($0.mean), std \($0.std)" }
+            }
+            if !notes.isEmpty { set.description += " (normalization from the model's metadata: \(notes.joined(separator: "; ")))" }
+        }
+        if reader.texts > 0, options.vocabulary == nil, let v = try? reader.metadataVocabulary.get() {
+            set.description += " (vocabulary: \(v.source))"
+        }
         return set
     }
 
@@ -99,7 +108,16 @@ public enum InputData {
         let options: DataOptions
         var images = 0
         var texts = 0
-        init(graph: Graph, options: DataOptions) { self.graph = graph; self.options = options }
+        /// The vocabulary kept in the model's metadata (used for text when no --vocab is given).
+        let metadataVocabulary: Result<Vocabulary?, Swift.Error>
+        init(graph: Graph, options: DataOptions) {
+            self.graph = graph
+            self.options = options
+            metadataVocabulary = Result { try Vocabulary.fromMetadata(graph) }
+        }
+
+        /// Whether .txt files in folders are data: a vocabulary is at hand.
+        var readsText: Bool { options.vocabulary != nil || (try? metadataVocabulary.get()) != nil }
 
         /// The samples a .npy, image or text file gives for `info`.
         func samples(_ f: DataFile, for info: ValueInfo) throws -> [(tensor: Tensor, source: String)] {
@@ -113,7 +131,7 @@ public enum InputData {
                 return [(try convert(t, to: info, file: f.display), f.display)]
             case .text:
                 texts += 1
-                return try TextData.tensors(fromFile: f.url, display: f.display, for: info, vocabulary: options.vocabulary,
+                return try TextData.tensors(fromFile: f.url, display: f.display, for: info, vocabulary: try options.vocabulary ?? metadataVocabulary.get(),
                                             sequenceLength: options.sequenceLength)
             case .npz:
                 throw Error("\(f.display): internal: .npz files are read per member")
@@ -363,7 +381,7 @@ public enum InputData {
         var summaries: [String] = []
         var fileCount = 0
         for path in paths {
-            let ex = try expand(path, text: reader.options.vocabulary != nil)
+            let ex = try expand(path, text: reader.readsText)
             let before = samples.count
             for f in ex.files {
                 fileCount += 1
@@ -424,7 +442,7 @@ public enum InputData {
         var columns: [(name: String, parts: [(tensor: Tensor, source: String)], summary: String)] = []
         for i in inputs {
             guard let spec = specs.first(where: { $0.name == i.name }) else { continue }
-            let ex = try expand(spec.path, text: reader.options.vocabulary != nil)
+            let ex = try expand(spec.path, text: reader.readsText)
             var parts: [(tensor: Tensor, source: String)] = []
             for f in ex.files {
                 let tensor: Tensor

@@ -9,6 +9,8 @@ public struct Inspection: Codable, Sendable {
         public var shape: [String]
         /// "image RGB / BGR / GRAY" for an input apps feed as an image.
         public var image: String?
+        /// "(x − mean) / std" with the values, for an input the file says apps normalize (TFLite metadata).
+        public var normalization: String?
     }
     public struct Weight: Codable, Sendable {
         public var name: String
@@ -38,7 +40,12 @@ public struct Inspection: Codable, Sendable {
     public init(graph g: Graph, file: String, largest: Int = 5) {
         func value(_ v: ValueInfo) -> Value {
             let image = g.metadata.imageInputs.first { $0.name == v.name }.map { "image \($0.color.rawValue.uppercased())" }
-            return Value(name: v.name, dtype: v.dtype?.rawValue ?? "?", shape: v.shape?.map(\.description) ?? ["?"], image: image)
+            let norm = g.metadata.normalization(of: v.name).map { n -> String in
+                func list(_ a: [Float]) -> String { a.count == 1 ? "\(a[0])" : "[" + a.map { "\($0)" }.joined(separator: ", ") + "]" }
+                return "(x − \(list(n.mean))) / \(list(n.std))"
+            }
+            return Value(name: v.name, dtype: v.dtype?.rawValue ?? "?", shape: v.shape?.map(\.description) ?? ["?"], image: image,
+                         normalization: norm)
         }
         self.file = file
         format = g.sourceFormat
@@ -78,7 +85,10 @@ public struct Inspection: Codable, Sendable {
         if !producer.isEmpty { s += "  producer:  \(producer)\n" }
         if !graphName.isEmpty { s += "  graph:     \(graphName)\n" }
         s += "  inputs:\n"
-        for v in inputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\(v.image.map { " (\($0))" } ?? "")\n" }
+        for v in inputs {
+            s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\(v.image.map { " (\($0))" } ?? "")"
+            s += "\(v.normalization.map { " (normalized: \($0))" } ?? "")\n"
+        }
         s += "  outputs:\n"
         for v in outputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\n" }
         s += "  nodes:     \(nodeCount)\n"

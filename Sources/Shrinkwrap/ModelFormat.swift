@@ -43,15 +43,18 @@ public enum ModelFormats {
 public enum Shrinkwrap {
     public static let version = "0.1.0"
 
-    /// Loads a model of any registered format.
+    /// Loads a model of any registered format, or an ML Kit / AutoML Vision
+    /// Edge bundle: a folder, or its manifest.json (see `ModelBundle`).
     public static func load(_ path: String) throws -> Graph {
         let url = URL(fileURLWithPath: path)
-        guard let f = ModelFormats.format(for: url) else { throw ImportError.unknownFormat(file: path) }
         var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
-            throw ImportError.unreadable(file: path, reason: "no such file")
-        }
-        if isDir.boolValue { throw ImportError.unreadable(file: path, reason: "is a folder") }
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
+        if exists && isDir.boolValue { return try ModelBundle.load(folder: path) }
+        let isManifest = url.pathExtension.lowercased() == "json"
+        guard isManifest || ModelFormats.format(for: url) != nil else { throw ImportError.unknownFormat(file: path) }
+        guard exists else { throw ImportError.unreadable(file: path, reason: "no such file") }
+        if isManifest { return try ModelBundle.load(manifest: path) }
+        guard let f = ModelFormats.format(for: url) else { throw ImportError.unknownFormat(file: path) }
         return try f.importer(url)
     }
 

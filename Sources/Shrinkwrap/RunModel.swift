@@ -4,14 +4,15 @@ import ShrinkwrapRuntime
 
 /// Running a model on named inputs: the library side of `shrinkwrap run`.
 public enum ModelRunner {
-    /// The input of a single-input text model for one sentence (see `Vocabulary.encode`).
+    /// The input of a single-input text model for one sentence (see `Vocabulary.encode`), tokenized with
+    /// `options.vocabulary`, else the vocabulary kept in the model's metadata (`Vocabulary.fromMetadata`).
     public static func textInput(_ sentence: String, graph: Graph, options: DataOptions) throws -> [String: Tensor] {
         let inputs = graph.runtimeInputs
         guard inputs.count == 1 else {
             throw RunError(description: "--text feeds a model with one input; this one has \(inputs.count) (\(inputs.map(\.name).joined(separator: ", ")))")
         }
         let samples = try TextData.tensors(fromText: sentence.replacingOccurrences(of: "\n", with: " "), display: "--text", for: inputs[0],
-                                           vocabulary: options.vocabulary, sequenceLength: options.sequenceLength)
+                                           vocabulary: try options.vocabulary ?? Vocabulary.fromMetadata(graph), sequenceLength: options.sequenceLength)
         guard let t = samples.first?.tensor else { throw RunError(description: "--text is empty") }
         return [inputs[0].name: t]
     }

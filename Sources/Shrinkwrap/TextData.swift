@@ -1,5 +1,6 @@
 import Foundation
 import ShrinkwrapIR
+import ShrinkwrapTFLite
 
 /// A word → id table, as TFLite Model Maker text classifiers ship it
 /// (vocab.txt, one "word id" line per entry).
@@ -50,6 +51,19 @@ public struct Vocabulary: Sendable, Equatable {
         }
         guard !ids.isEmpty else { throw InputData.Error("\(source): the vocabulary is empty") }
         return Vocabulary(ids: ids, source: source)
+    }
+
+    /// The vocabulary a TFLite model keeps in its metadata (Model Maker's
+    /// text classifiers: RegexTokenizerOptions' vocab_file), when its words are
+    /// split the way `words(_:)` splits them (no tokenizer pattern, or Model
+    /// Maker's `[^\w\']+`); nil otherwise. A vocabulary that does not parse is an error.
+    public static func fromMetadata(_ graph: Graph) throws -> Vocabulary? {
+        let m = graph.metadata
+        guard let bytes = m.formatData(TFLiteMetadata.vocabularyKey) else { return nil }
+        if let pattern = m.property(TFLiteMetadata.tokenizerRegexKey), pattern != TFLiteMetadata.modelMakerRegex { return nil }
+        let source = "\(m.property(TFLiteMetadata.vocabularyFileKey) ?? "vocabulary") in the model's metadata"
+        guard let text = String(bytes: bytes, encoding: .utf8) else { throw InputData.Error("\(source): the vocabulary is not UTF-8 text") }
+        return try parse(text, source: source)
     }
 
     public static func load(_ path: String) throws -> Vocabulary {
@@ -151,7 +165,7 @@ public enum TextData {
     static func tensors(fromText text: String, display: String, for info: ValueInfo, vocabulary: Vocabulary?,
                         sequenceLength: Int?) throws -> [(tensor: Tensor, source: String)] {
         guard let vocabulary else {
-            throw InputData.Error("\(display): text input needs --vocab FILE (the model's \"word id\" vocabulary)")
+            throw InputData.Error("\(display): text input needs --vocab FILE (the model's \"word id\" vocabulary; its metadata has none Shrinkwrap can use)")
         }
         let length = try self.sequenceLength(sequenceLength, for: info)
         let dtype = info.dtype ?? .int32

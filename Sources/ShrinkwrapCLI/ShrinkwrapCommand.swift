@@ -43,7 +43,7 @@ struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a model's format, inputs, outputs, ops, weights and metadata.")
 
-    @Argument(help: "The model file (.onnx, .tflite, .mlmodel).")
+    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
 
     @Flag(help: "Print JSON instead of text.")
@@ -74,7 +74,7 @@ struct Run: ParsableCommand {
     @Option(name: .shortAndLong, help: "An input as NAME=FILE (or just FILE for a single-input model): .npy, or a PNG / JPEG image. Repeat for more inputs.")
     var input: [String] = []
 
-    @Option(help: "A sentence for a text model (with --vocab).")
+    @Option(help: "A sentence for a text model (with --vocab, or the vocabulary in a TFLite model's metadata).")
     var text: String?
 
     @OptionGroup(title: "Image and text inputs")

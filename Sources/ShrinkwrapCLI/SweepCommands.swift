@@ -15,7 +15,7 @@ struct PrepFlags: ParsableArguments {
     @Option(name: .customLong("center-crop"), help: ArgumentHelp("Images: then keep the centre N×N or W×H.", valueName: "N|WxH"))
     var centerCrop: String?
 
-    @Option(help: ArgumentHelp("Images: multiply pixels (0…255) by this, e.g. 1/255.", valueName: "S"))
+    @Option(help: ArgumentHelp("Images: multiply pixels (0…255) by this, e.g. 1/255. Without --scale / --mean / --std, a TFLite model's metadata normalization applies.", valueName: "S"))
     var scale: String?
 
     @Option(help: ArgumentHelp("Images: subtract after --scale; one value or one per channel (R,G,B).", valueName: "M[,M,M]"))
@@ -30,7 +30,7 @@ struct PrepFlags: ParsableArguments {
     @Option(help: ArgumentHelp("Images: NCHW or NHWC (default: from the input's shape).", valueName: "NCHW|NHWC"))
     var layout: String?
 
-    @Option(help: ArgumentHelp("Text: the model's vocabulary, one \"word id\" per line.", valueName: "vocab.txt"))
+    @Option(help: ArgumentHelp("Text: the model's vocabulary, one \"word id\" per line (default: the one in a TFLite model's metadata).", valueName: "vocab.txt"))
     var vocab: String?
 
     @Option(name: .customLong("sequence-length"), help: ArgumentHelp("Text: token ids per sentence (default: the input's fixed length).", valueName: "N"))

@@ -62,7 +62,7 @@ public enum ImportError: UserFacingError, Sendable, Equatable {
         case .unsupported(let l, let w): return "\(l): unsupported: \(w)"
         case .badTensor(let l, let r): return "\(l): bad tensor: \(r)"
         case .badExternalData(let l, let r): return "\(l): bad external data: \(r)"
-        case .unknownFormat(let f): return "\(f): unknown model format (expected .onnx, .mlmodel or .tflite)"
+        case .unknownFormat(let f): return "\(f): unknown model format (expected .onnx, .mlmodel, .tflite, or an ML Kit bundle folder / manifest.json)"
         }
     }
 }
