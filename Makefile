@@ -236,7 +236,7 @@ crosscheck-tflite: deps venv testdata build ## TFLite interpreter vs ours on con
 # .tflite files we write (float32, fp16, int8 dynamic range) run in tf.lite.Interpreter like in ours; converter files survive the round trip.
 TFLITE_EXPORT_MODELS := $(addprefix $(TESTDATA)/models/light_,squeezenet.onnx shufflenet.onnx inception_v1.onnx inception_v2.onnx densenet121.onnx resnet50.onnx)
 crosscheck-tflite-export: deps venv-tf testdata build ## tf.lite.Interpreter vs ours on the .tflite files we export (fixtures + light models × float / fp16 / int8)
-	$(VENV_TF)/bin/python Scripts/tflite_export_crosscheck.py --shrinkwrap $(BIN) --fixtures $(TESTDATA)/tflite $(TFLITE_EXPORT_MODELS) \
+	$(VENV_TF)/bin/python Scripts/tflite_export_crosscheck.py --shrinkwrap $(BIN) --fixtures $(TESTDATA)/tflite $(TFLITE_EXPORT_MODELS) $(TESTDATA)/tflite-metadata/*.tflite \
 	  --skip "op_squeeze.float32.tflite=its input has a free inner dimension; the exporter needs fixed shapes beyond the batch axis"
 
 # Images and text become the tensors Pillow + NumPy and Model Maker's tokenizer give (bit for bit).

@@ -69,6 +69,9 @@ enum TFLiteExportOps {
 
     // MARK: helpers
 
+    /// The fused activation the layout pass gave `n` (0: none).
+    static func activation(_ n: Node) -> Int8 { Int8(clamping: n.int(TFLiteLayout.fusedActivation, 0)) }
+
     static func arity(_ n: Node, _ k: Int) throws -> String {
         guard let x = n.input(k) else { throw TFLiteOpError("input \(k) is missing") }
         return x
@@ -133,7 +136,12 @@ enum TFLiteExportOps {
         for (k, v) in ins.enumerated().dropFirst() {
             let s = broadcast(accShape, try e.shape(v))
             let out = k == ins.count - 1 ? y : try e.temp(n.outputs[0] + "_partial", shape: s, dtype: e.dtype(n.outputs[0]))
-            try e.op(op, [acc, try e.input(v)], [out], options: options)
+            let act = k == ins.count - 1 ? activation(n) : 0
+            if act != 0 {
+                try e.op(op, [acc, try e.input(v)], [out], options: options) { b in b.table { t in t.add(0, act, default: 0) } }
+            } else {
+                try e.op(op, [acc, try e.input(v)], [out], options: options)
+            }
             acc = out
             accShape = s
         }
@@ -232,9 +240,9 @@ enum TFLiteExportOps {
 
     // MARK: matrix products
 
-    static func fullyConnected(_ e: inout TFLiteEmitter, input: Int, weight: Int, bias: Int?, output: Int, keepDims: Bool) throws {
+    static func fullyConnected(_ e: inout TFLiteEmitter, input: Int, weight: Int, bias: Int?, output: Int, keepDims: Bool, activation act: Int8) throws {
         try e.op("FULLY_CONNECTED", [input, weight, bias ?? -1], [output], options: "FullyConnectedOptions") { b in
-            b.table { t in t.add(2, keepDims, default: false) }
+            b.table { t in t.add(0, act, default: 0); t.add(2, keepDims, default: false) }
         }
     }
 
@@ -260,10 +268,11 @@ enum TFLiteExportOps {
                 throw TFLiteOpError("beta \(beta) with a bias that is not a constant vector")
             }
         }
+        guard addAfter == nil || activation(n) == 0 else { throw TFLiteOpError("a fused activation after a bias that is not a vector") }
         let out = addAfter == nil ? y : try e.temp(n.outputs[0] + "_product", shape: ys)
         if e.g.isConstant(e.resolve(bName)) {
             let w = try e.weight(bName, perm: transB ? nil : [1, 0], hybrid: .init(axis: 0, perChannel: false))
-            try fullyConnected(&e, input: try e.input(a), weight: w, bias: bias, output: out, keepDims: false)
+            try fullyConnected(&e, input: try e.input(a), weight: w, bias: bias, output: out, keepDims: false, activation: activation(n))
         } else {
             let product = bias == nil ? out : try e.temp(n.outputs[0] + "_matmul", shape: ys)
             try e.op("BATCH_MATMUL", [try e.input(a), try e.input(bName)], [product], options: "BatchMatMulOptions") { b in
@@ -280,7 +289,8 @@ enum TFLiteExportOps {
         guard sa.count >= 2, sb.count >= 2 else { throw TFLiteOpError("1-D operands") }
         if e.g.isConstant(e.resolve(bName)), sb.count == 2 {
             let w = try e.weight(bName, perm: [1, 0], hybrid: .init(axis: 0, perChannel: false))
-            return try fullyConnected(&e, input: try e.input(a), weight: w, bias: nil, output: try e.output(n), keepDims: sa.count > 2)
+            return try fullyConnected(&e, input: try e.input(a), weight: w, bias: nil, output: try e.output(n), keepDims: sa.count > 2,
+                                      activation: activation(n))
         }
         try e.op("BATCH_MATMUL", [try e.input(a), try e.input(bName)], [try e.output(n)], options: "BatchMatMulOptions")
     }
@@ -556,11 +566,12 @@ extension TFLiteExportOps {
         if let b = n.input(2) { bias = try e.input(b) } else { bias = e.floatConstant(wName + "_zero_bias", [Float](repeating: 0, count: cout), shape: [cout]) }
         let y = try e.output(n)
         let (pad, sw, sh, dw, dh) = (w.padding, Int32(w.strides[1]), Int32(w.strides[0]), Int32(w.dilations[1]), Int32(w.dilations[0]))
+        let act = activation(n)
         if groups == 1 {
             let filter = try e.weight(wName, perm: [0, 2, 3, 1], hybrid: .init(axis: 0))
             try e.op("CONV_2D", [input, filter, bias], [y], options: "Conv2DOptions", version: e.file.tensors[filter].type == 9 ? 2 : 1) { b in
                 b.table { t in
-                    t.add(0, pad, default: 0); t.add(1, sw, default: 0); t.add(2, sh, default: 0)
+                    t.add(0, pad, default: 0); t.add(1, sw, default: 0); t.add(2, sh, default: 0); t.add(3, act, default: 0)
                     t.add(4, dw, default: 1); t.add(5, dh, default: 1)
                 }
             }
@@ -571,7 +582,7 @@ extension TFLiteExportOps {
                      version: e.file.tensors[filter].type == 9 ? 4 : (dw != 1 || dh != 1 ? 2 : 1)) { b in
                 b.table { t in
                     t.add(0, pad, default: 0); t.add(1, sw, default: 0); t.add(2, sh, default: 0); t.add(3, mult, default: 0)
-                    t.add(5, dw, default: 1); t.add(6, dh, default: 1)
+                    t.add(4, act, default: 0); t.add(5, dw, default: 1); t.add(6, dh, default: 1)
                 }
             }
         } else {

@@ -41,12 +41,22 @@ public enum TFLiteExporter {
         var e = TFLiteEmitter(graph: g, source: graph)
         try e.run()
         let description = graph.metadata.docString.isEmpty ? "Shrinkwrap" : graph.metadata.docString
+        // Labels, description, normalization, vocabulary: tflite-support metadata + the zip of its files after the model.
+        var encoded: TFLiteMetadata.Encoded?
+        if TFLiteMetadata.worthWriting(graph.metadata) {
+            let m = try TFLiteMetadata.encode(graph.metadata, inputs: graph.runtimeInputs, outputs: graph.outputs)
+            e.metadataBuffers.append((TFLiteMetadata.bufferName, m.metadataBuffer))
+            encoded = m
+        }
+        var bytes: [UInt8]
         do {
-            return try e.file.serialize(subgraphName: graph.name.isEmpty ? "main" : graph.name, description: description,
-                                        metadata: e.metadataBuffers)
+            bytes = try e.file.serialize(subgraphName: graph.name.isEmpty ? "main" : graph.name, description: description,
+                                         metadata: e.metadataBuffers)
         } catch let err as FlatBufferBuilderError {
             throw ExportError.unsupported(format: format, what: "cannot serialize the model: \(err)")
         }
+        if let encoded { bytes += try encoded.appendedZip(modelSize: bytes.count) }
+        return bytes
     }
 }
 
@@ -207,14 +217,13 @@ struct TFLiteEmitter {
     /// a symmetric 8-bit weight quantized per tensor or along `hybrid.axis`
     /// stays int8 for the kernel; otherwise compressed weights are decoded by
     /// a DEQUANTIZE op.
-    mutating func constantTensor(_ name: String, _ e: WeightEncoding, hybrid: Hybrid?) throws -> Int {
-        let key = "\(name)|\(e.shape)|\(hybrid.map { "\($0.axis)\($0.perChannel)" } ?? "-")"
+    mutating func constantTensor(_ name: String, _ e: WeightEncoding, hybrid: Hybrid?, cacheKey: String? = nil) throws -> Int {
+        let key = cacheKey ?? "\(name)|-|\(hybrid.map { "\($0.axis)\($0.perChannel)" } ?? "-")"
         if let t = weightCache[key] { return t }
         let t: Int
         switch e {
         case .dense(let x):
             t = try denseTensor(name, x)
-            if hybrid == nil { tensorOf[name] = tensorOf[name] ?? t }
         case .float16(let h):
             let half = file.addTensor(g.fresh(name + "_fp16"), shape: h.shape, type: 1, data: .littleEndian(h.bits))
             t = file.addTensor(name, shape: h.shape, type: 0)
@@ -267,7 +276,10 @@ struct TFLiteEmitter {
         guard let perm else { return try constantTensor(r, e, hybrid: hybrid) }
         let t: WeightEncoding
         do { t = try e.transposed(perm) } catch { throw TFLiteOpError("weight '\(v)': \(error.reason)") }
-        return try constantTensor(r + (perm == [0, 1, 2, 3] ? "" : "_tfl"), t, hybrid: hybrid)
+        // The weight keeps its name in TFLite's layout, unless that name already holds another layout.
+        let key = "\(r)|\(perm)|\(hybrid.map { "\($0.axis)\($0.perChannel)" } ?? "-")"
+        if let cached = weightCache[key] { return cached }
+        return try constantTensor(file.names.contains(r) ? g.fresh(r + "_tfl") : r, t, hybrid: hybrid, cacheKey: key)
     }
 
     /// An 8-bit affine weight as int8 codes with TFLite's quantization

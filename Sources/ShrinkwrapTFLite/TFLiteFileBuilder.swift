@@ -38,6 +38,8 @@ struct TFLiteFileBuilder {
     var operators: [OperatorRecord] = []
     var inputs: [Int] = []
     var outputs: [Int] = []
+    /// Tensor names in use.
+    var names = Set<String>()
 
     /// TensorType values of the schema.
     static func tensorType(_ d: DType) -> Int8? {
@@ -62,6 +64,7 @@ struct TFLiteFileBuilder {
             buffer = buffers.count - 1
         }
         tensors.append(TensorRecord(name: name, shape: shape, type: type, buffer: buffer, quantization: quantization))
+        names.insert(name)
         return tensors.count - 1
     }
 
