@@ -36,6 +36,7 @@ public enum TFLiteExporter {
     }
 
     static func exportBytes(_ graph: Graph) throws -> [UInt8] {
+        try checkWeights(graph)
         var g = try ExportGraph(graph)
         try TFLiteLayout.rewrite(&g)
         var e = TFLiteEmitter(graph: g, source: graph)
@@ -57,6 +58,43 @@ public enum TFLiteExporter {
         }
         if let encoded { bytes += try encoded.appendedZip(modelSize: bytes.count) }
         return bytes
+    }
+}
+
+extension TFLiteExporter {
+    /// Every weight TFLite cannot store, listed at once with the way out.
+    static func checkWeights(_ graph: Graph) throws {
+        var lut: [String] = [], narrow: [String] = [], blocked: [String] = [], asymmetric: [String] = []
+        for c in graph.constants {
+            switch c.encoding {
+            case .palette(let p): lut.append("\(c.name) (\(p.bits)-bit)")
+            case .affine(let a):
+                let varying = a.shape.indices.filter { a.blockShape[$0] < a.shape[$0] }
+                if a.bits != 8 {
+                    narrow.append("\(c.name) (\(a.bits)-bit)")
+                } else if varying.count > 1 || varying.contains(where: { a.blockShape[$0] != 1 }) {
+                    blocked.append(c.name)
+                } else if a.integerZeroPoints == nil {
+                    asymmetric.append(c.name)
+                }
+            default: break
+            }
+        }
+        var parts: [String] = []
+        func list(_ names: [String]) -> String { names.prefix(5).joined(separator: ", ") + (names.count > 5 ? ", … (\(names.count) in all)" : "") }
+        if !lut.isEmpty {
+            parts.append("\(lut.count) palette (LUT) weight\(lut.count == 1 ? "" : "s"): \(list(lut)) — TFLite has no lookup-table weights; write Core ML (.mlmodel) for LUT modes, or use --mode fp16 / --mode linear --bits 8 --symmetric for TFLite")
+        }
+        if !narrow.isEmpty {
+            parts.append("\(narrow.count) weight\(narrow.count == 1 ? "" : "s") with fewer than 8 bits: \(list(narrow)) — TFLite stores integer weights as 8-bit; compress with --bits 8 for TFLite, or write Core ML for fewer bits")
+        }
+        if !blocked.isEmpty {
+            parts.append("\(blocked.count) weight\(blocked.count == 1 ? "" : "s") quantized in blocks: \(list(blocked)) — TFLite has one scale per tensor or per channel; use --granularity per-channel or per-tensor")
+        }
+        if !asymmetric.isEmpty {
+            parts.append("\(asymmetric.count) asymmetric linear weight\(asymmetric.count == 1 ? "" : "s") whose zero points are not integers: \(list(asymmetric)) — TFLite stores integer zero points; compress with --symmetric for TFLite")
+        }
+        if !parts.isEmpty { throw ExportError.unsupported(format: format, what: parts.joined(separator: "; ")) }
     }
 }
 

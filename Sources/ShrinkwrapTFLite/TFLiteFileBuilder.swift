@@ -20,6 +20,8 @@ struct TFLiteFileBuilder {
         /// Index into `buffers`; 0 = no data.
         var buffer: Int
         var quantization: Quantization?
+        /// State the interpreter keeps between invocations (an LSTM's output and cell state).
+        var isVariable = false
     }
 
     struct OperatorRecord {
@@ -109,6 +111,7 @@ struct TFLiteFileBuilder {
                 x.add(2, UInt32(t.buffer), default: 0)
                 x.add(3, name)
                 x.add(4, quant)
+                x.add(5, t.isVariable, default: false)
             }
         }
         let tensorVector = b.createVector(offsets: tensorTables)

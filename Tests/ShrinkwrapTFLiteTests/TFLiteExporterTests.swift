@@ -181,6 +181,31 @@ final class TFLiteExporterTests: XCTestCase {
         XCTAssertEqual(text, "TensorFlow Lite cannot express these ops (2): Einsum (node 'odd'), LRN (node 'lrn': size 4 (TFLite's window is symmetric: odd sizes only))")
     }
 
+    /// ONNX LSTM (peepholes, biases, cell clip) → UNIDIRECTIONAL_SEQUENCE_LSTM → back: same sequence.
+    func testLSTMRoundTrips() throws {
+        let (seq, batch, input, hidden) = (5, 2, 3, 4)
+        var g = Graph(name: "lstm", inputs: [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(seq), .fixed(batch), .fixed(input)])],
+                      outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)], nodes: [])
+        g.setConstant(Constant(name: "W", tensor: Tensor(randomFloats(4 * hidden * input, seed: 11), shape: [1, 4 * hidden, input])))
+        g.setConstant(Constant(name: "R", tensor: Tensor(randomFloats(4 * hidden * hidden, seed: 12), shape: [1, 4 * hidden, hidden])))
+        g.setConstant(Constant(name: "B", tensor: Tensor(randomFloats(8 * hidden, seed: 13), shape: [1, 8 * hidden])))
+        g.setConstant(Constant(name: "P", tensor: Tensor(randomFloats(3 * hidden, seed: 14), shape: [1, 3 * hidden])))
+        g.nodes = [Node(name: "lstm", opType: "LSTM", inputs: ["x", "W", "R", "B", "", "", "", "P"], outputs: ["y"],
+                        attributes: ["hidden_size": .int(hidden), "shrinkwrap_cell_clip": .float(0.5)])]
+        let bytes = try export(g)
+        let model = try TFLiteModel(bytes: bytes, file: "l.tflite")
+        XCTAssertEqual(model.ops.map(\.name), ["UNIDIRECTIONAL_SEQUENCE_LSTM", "RESHAPE"])
+        let back = try TFLiteImporter.importModel(bytes: bytes, file: "l.tflite")
+        let x = Tensor(randomFloats(seq * batch * input, seed: 15).map { $0 * 3 }, shape: [seq, batch, input])
+        assertClose(try outputs(back, ["x": x]), try outputs(g, ["x": x]))
+
+        // The final states are not an output of TFLite's op.
+        g.nodes[0].outputs = ["y", "y_h"]
+        g.outputs.append(ValueInfo(name: "y_h", dtype: .float32, shape: nil))
+        let text = errorText { _ = try self.export(g) }
+        XCTAssertTrue(text.contains("final states"), text)
+    }
+
     func testSupportedOpsNameRealBuiltins() {
         let names = Set(TFLiteSchemaTables.builtinOperators.values)
         XCTAssertGreaterThan(TFLiteExporter.supportedOps.count, 40)
