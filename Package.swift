@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "FlatBuffers"),
         // ZIP archives in memory (no dependencies): read — central directory incl. ZIP64, stored + deflate members,
         // CRC-32 — and a deterministic writer of stored archives. Under .npz files and TFLite metadata's appended files.
-        .target(name: "ZipArchive"),
+        .target(name: "ZipArchive", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
         .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),

@@ -14,6 +14,8 @@
 /// Every offset and length is checked against the bytes before it is used;
 /// nothing is allocated from a size read from the archive before that size was
 /// checked. Errors name the file and, where one is concerned, the member.
+import ShrinkwrapIR
+
 public struct ZipArchive: Sendable {
     /// A damaged or unsupported archive: one line naming the file and member.
     public struct Error: Swift.Error, CustomStringConvertible, Equatable, Sendable {
@@ -26,7 +28,7 @@ public struct ZipArchive: Sendable {
         }
 
         public var description: String {
-            ZipArchive.oneLine(member.map { "\(file): member '\($0)': \(reason)" } ?? "\(file): \(reason)")
+            (member.map { "\(file): member '\($0)': \(reason)" } ?? "\(file): \(reason)").escapingControlCharacters
         }
     }
 
@@ -149,24 +151,6 @@ public struct ZipArchive: Sendable {
         return String(repeating: "0", count: max(0, 8 - s.count)) + s
     }
 
-    /// The text with control characters escaped, so a member name cannot break an error's single line.
-    static func oneLine(_ text: String) -> String {
-        var out = ""
-        for u in text.unicodeScalars {
-            switch u {
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 || u.value == 0x7F || (0x80..<0xA0).contains(u.value) || u.value == 0x2028 || u.value == 0x2029 {
-                    out += "\\u{\(String(u.value, radix: 16))}"
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        return out
-    }
 
     // MARK: - Central directory
 

@@ -10,11 +10,9 @@ import ZipArchive
 /// The committed numpy-made fixtures.
 private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/InputData")
 
-/// The project's venv python with numpy (SHRINKWRAP_TEST_PYTHON overrides it);
-/// tests that need it skip, loudly, when it is missing.
-private let venvPython = ProcessInfo.processInfo.environment["SHRINKWRAP_TEST_PYTHON"] ?? "/work/main/.venv/bin/python"
-
-private struct PythonFailed: Error, CustomStringConvertible { let description: String }
+/// The project's venv python with numpy (see `TestPython.venv`); tests that
+/// need it skip, loudly, when it is missing.
+private let venvPython = TestPython.venv
 
 private func requirePython() throws {
     if !FileManager.default.isExecutableFile(atPath: venvPython) {
@@ -26,20 +24,7 @@ private func requirePython() throws {
 
 /// Runs a python script (with numpy available) in `dir`; a failing script fails the test.
 private func runPython(_ script: String, in dir: URL) throws {
-    let scriptURL = dir.appendingPathComponent("gen.py")
-    try Data(script.utf8).write(to: scriptURL)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: venvPython)
-    p.arguments = [scriptURL.path]
-    p.currentDirectoryURL = dir
-    let err = Pipe()
-    p.standardError = err
-    try p.run()
-    let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else {
-        throw PythonFailed(description: "python fixture script failed (\(p.terminationStatus)): \(errText)")
-    }
+    try TestPython.run(script, in: dir, python: venvPython)
 }
 
 private func makeTempDir() throws -> URL {

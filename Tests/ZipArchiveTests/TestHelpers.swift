@@ -13,8 +13,6 @@ let testPython: String? = {
     return nil
 }()
 
-struct PythonFailed: Error, CustomStringConvertible { let description: String }
-
 func requirePython() throws {
     guard let p = testPython, FileManager.default.isExecutableFile(atPath: p) else {
         let message = "SKIPPED: no python3 (or SHRINKWRAP_TEST_PYTHON) found, so the zlib / zipfile cross-checks are not run"
@@ -26,20 +24,7 @@ func requirePython() throws {
 /// Runs a Python script in `dir`; a failing script fails the test.
 func runPython(_ script: String, in dir: URL) throws {
     try requirePython()
-    let scriptURL = dir.appendingPathComponent("gen.py")
-    try Data(script.utf8).write(to: scriptURL)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: testPython ?? "python3")
-    p.arguments = [scriptURL.path]
-    p.currentDirectoryURL = dir
-    let err = Pipe()
-    p.standardError = err
-    try p.run()
-    let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else {
-        throw PythonFailed(description: "python script failed (\(p.terminationStatus)): \(errText)")
-    }
+    try TestPython.run(script, in: dir, python: testPython ?? "python3")
 }
 
 func makeTempDir() throws -> URL {
