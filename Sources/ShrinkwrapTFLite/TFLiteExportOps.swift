@@ -465,6 +465,7 @@ enum TFLiteExportOps {
     static func argExtreme(_ e: inout TFLiteEmitter, _ n: Node, _ op: String, _ options: String) throws {
         let x = try arity(n, 0)
         let s = try e.shape(x)
+        guard !s.isEmpty else { throw TFLiteOpError("a scalar input") }
         let axis = try normalize(n.int("axis", 0), rank: s.count)
         guard n.int("select_last_index", 0) == 0 else { throw TFLiteOpError("select_last_index = 1") }
         let keep = n.int("keepdims", 1) != 0
@@ -667,6 +668,7 @@ extension TFLiteExportOps {
         guard strides.count == 2, kernel.count == 2 else { throw TFLiteOpError("not 2-D") }
         let outPad = n.ints("output_padding") ?? [0, 0]
         guard outPad.count == 2 else { throw TFLiteOpError("output_padding \(outPad)") }
+        if let p = n.ints("pads"), p.count != 4 { throw TFLiteOpError("pads \(p)") }
         // TFLite crops the full deconvolution at `pad` before: 0 for VALID; for SAME the
         // padding a forward convolution of the output size would take, ((⌈out/s⌉ − 1)·s + k − out) / 2.
         var befores: [Int] = [], sames: [Int] = []

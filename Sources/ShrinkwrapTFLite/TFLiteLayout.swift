@@ -188,8 +188,9 @@ enum TFLiteLayout {
         return q
     }
 
+    /// A Transpose's permutation, when it is one (0..<rank, each once).
     static func perm(_ n: Node) -> [Int]? {
-        if case .ints(let p)? = n.attributes["perm"] { return p }
+        if case .ints(let p)? = n.attributes["perm"], p.sorted() == Array(0..<p.count) { return p }
         return nil
     }
 
