@@ -65,7 +65,8 @@ public enum Sweep {
         var outFormat: ModelFormat? = nil
         if let dir = o.outDir {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            let ext = o.outFormat ?? (ModelFormats.format(for: url)?.exporter != nil ? url.pathExtension : "mlmodel")
+            // Core ML stores every mode and width; other formats only some (TFLite: fp16, 8-bit linear).
+            let ext = o.outFormat ?? "mlmodel"
             guard let f = ModelFormats.all.first(where: { $0.extensions.contains(ext.lowercased()) }), f.exporter != nil else {
                 throw Error(description: "cannot write .\(ext) variants")
             }
@@ -86,10 +87,15 @@ public enum Sweep {
             if let dir = o.outDir, let f = outFormat, let export = f.exporter {
                 let base = url.deletingPathExtension().lastPathComponent
                 let out = URL(fileURLWithPath: dir).appendingPathComponent("\(base).\(variantTag(v)).\(f.extensions[0])")
-                let bytes = try export(g)
-                try AtomicFile.write(bytes, to: out, protecting: [url])
-                fileBytes = bytes.count
-                file = out.path
+                do {
+                    let bytes = try export(g)
+                    try AtomicFile.write(bytes, to: out, protecting: [url])
+                    fileBytes = bytes.count
+                    file = out.path
+                } catch let e as ExportError {
+                    // A variant the format cannot hold (e.g. a LUT in TFLite): measured, not written.
+                    progress?("variant \(variantTag(v)): not written as .\(f.extensions[0]): \(e.description)")
+                }
             }
             if let dump = o.dumpWeightsDir { try dumpWeights(g, to: URL(fileURLWithPath: dump).appendingPathComponent(variantTag(v))) }
             let (outputs, layers) = try runner.compare(g)

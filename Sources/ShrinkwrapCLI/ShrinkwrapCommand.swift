@@ -242,12 +242,12 @@ struct Compress: ParsableCommand {
         abstract: "Compress a model's weights and print what happened to each one.",
         discussion: "Modes:\n" + WeightCodecs.help)
 
-    @Argument(help: "The model file (.onnx, .mlmodel).")
+    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
 
     @OptionGroup var compression: CompressionFlags
 
-    @Option(name: .shortAndLong, help: "Write the compressed model here (.mlmodel).")
+    @Option(name: .shortAndLong, help: "Write the compressed model here (.mlmodel, .tflite).")
     var output: String?
 
     @Flag(help: "Print the log as JSON.")
@@ -270,16 +270,17 @@ struct Convert: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Convert a model to another format, optionally compressing its weights.",
         discussion: """
-        The output format comes from the extension of -o (.mlmodel: Core ML NeuralNetwork). \
+        The output format comes from the extension of -o (.mlmodel: Core ML NeuralNetwork, every mode; \
+        .tflite: TensorFlow Lite, float32, fp16 and 8-bit --symmetric linear weights). \
         Compression flags are those of `compress`; without them weights stay float32.
 
         Modes:
         """ + WeightCodecs.help)
 
-    @Argument(help: "The model file (.onnx, .mlmodel).")
+    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
 
-    @Option(name: .shortAndLong, help: "The converted model (.mlmodel).")
+    @Option(name: .shortAndLong, help: "The converted model (.mlmodel, .tflite).")
     var output: String
 
     @OptionGroup var compression: CompressionFlags

@@ -212,7 +212,7 @@ struct SweepCommand: ParsableCommand {
     @Option(name: .customLong("out-dir"), help: "Write every variant here (and report file sizes).")
     var outDir: String?
 
-    @Option(name: .customLong("out-format"), help: "Extension of the written variants (default: the model's, else mlmodel).")
+    @Option(name: .customLong("out-format"), help: "Extension of the written variants (default mlmodel, which holds every mode; a variant the format cannot hold is measured but not written).")
     var outFormat: String?
 
     @Option(help: "Class labels, one per line (default: the model's own).")
