@@ -10,6 +10,8 @@ public struct SweepOptions: Sendable {
     public var modes = ["fp16", "linear", "linear-lut", "kmeans-lut"]
     public var bits = [8, 4, 2, 1]
     public var granularity: String?
+    /// Linear variants with signed codes around 0 (the int8 form TFLite stores).
+    public var symmetric = false
     public var minElements: Int?
     /// Write every variant here (as `outFormat`), and measure file sizes.
     public var outDir: String?
@@ -79,6 +81,7 @@ public enum Sweep {
             s.mode = v.mode
             s.bits = v.mode == "fp16" ? nil : v.bits
             s.granularity = o.granularity
+            s.symmetric = o.symmetric && v.mode == "linear"
             s.minElements = o.minElements
             var g = graph
             let log = try Shrinkwrap.compress(&g, plan: try s.plan(), threads: o.threads)
@@ -114,6 +117,7 @@ public enum Sweep {
             "layer_samples": String(o.layerSamples),
         ]
         if let g = o.granularity { options["granularity"] = g }
+        if o.symmetric { options["symmetric"] = "true" }
         if let m = o.minElements { options["min_elements"] = String(m) }
         return SweepReport(tool: "shrinkwrap \(Shrinkwrap.version)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),

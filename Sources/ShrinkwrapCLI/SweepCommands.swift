@@ -206,6 +206,9 @@ struct SweepCommand: ParsableCommand {
     @Option(help: "Granularity for every mode (default: each mode's own).")
     var granularity: String?
 
+    @Flag(help: "Linear variants use signed codes around 0 (what --out-format tflite can store as int8).")
+    var symmetric = false
+
     @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
     var minElements: Int?
 
@@ -242,6 +245,7 @@ struct SweepCommand: ParsableCommand {
             return b
         }
         o.granularity = granularity
+        o.symmetric = symmetric
         o.minElements = minElements
         o.outDir = outDir
         o.outFormat = outFormat
