@@ -16,7 +16,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := .build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export testdata clean
+.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -158,7 +158,7 @@ test: deps venv testdata schemas-check build ## build, run every test suite and 
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
-	$(MAKE) --no-print-directory check-tflite-schema crosscheck-tflite crosscheck-tflite-export test-gates crosscheck-sweep crosscheck-inputs test-html
+	$(MAKE) --no-print-directory check-tflite-schema crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export test-gates crosscheck-sweep crosscheck-inputs test-html
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
@@ -235,9 +235,24 @@ crosscheck-tflite: deps venv testdata build ## TFLite interpreter vs ours on con
 
 # .tflite files we write (float32, fp16, int8 dynamic range) run in tf.lite.Interpreter like in ours; converter files survive the round trip.
 TFLITE_EXPORT_MODELS := $(addprefix $(TESTDATA)/models/light_,squeezenet.onnx shufflenet.onnx inception_v1.onnx inception_v2.onnx densenet121.onnx resnet50.onnx)
+# One-op files (op_*) run float32 only: their fp16 / int8 weights go through the same weight
+# writer the model fixtures (cnn, mlp, text, lstm) and the light models check in all three modes.
 crosscheck-tflite-export: deps venv-tf testdata build ## tf.lite.Interpreter vs ours on the .tflite files we export (fixtures + light models × float / fp16 / int8)
 	$(VENV_TF)/bin/python Scripts/tflite_export_crosscheck.py --shrinkwrap $(BIN) --fixtures $(TESTDATA)/tflite $(TFLITE_EXPORT_MODELS) $(TESTDATA)/tflite-metadata/*.tflite \
+	  --fixture-modes float --fixture-modes-only "op_*" \
 	  --skip "op_squeeze.float32.tflite=its input has a free inner dimension; the exporter needs fixed shapes beyond the batch axis"
+
+# Every storage form the ONNX writer has: float32 round trip, fp16, int8 / uint8 per tensor and
+# per channel, int4 per channel, per block (integer and fractional zero points), bit-packed
+# 1/2/3/5/6/7-bit codes and indices, uint4 palettes, grouped palettes.
+ONNX_EXPORT_MODES := float,fp16,linear8,linear8-sym,linear4-channel,linear4-block32,linear4-block32-sym,linear7,linear2,linear-lut4,linear-lut1,kmeans-lut3,kmeans-lut4-grouped,kmeans-lut6
+ONNX_EXPORT_MODELS := $(addprefix $(TESTDATA)/models/light_,squeezenet.onnx shufflenet.onnx)
+LIGHT_MODELS := $(wildcard $(TESTDATA)/models/light_*.onnx)
+crosscheck-onnx-export: deps venv testdata build ## onnx.checker + onnxruntime vs ours on the .onnx files we export (2 light models × every storage form)
+	$(PY) Scripts/onnx_export_crosscheck.py --shrinkwrap $(BIN) --modes $(ONNX_EXPORT_MODES) $(ONNX_EXPORT_MODELS)
+
+crosscheck-onnx-export-all: deps venv testdata build ## the same for every light model × float, fp16 and every mode at 1-8 bits (~1 h)
+	$(PY) Scripts/onnx_export_crosscheck.py --shrinkwrap $(BIN) --modes all $(LIGHT_MODELS)
 
 # Images and text become the tensors Pillow + NumPy and Model Maker's tokenizer give (bit for bit).
 crosscheck-inputs: deps venv build ## image preprocessing vs Pillow, text tokenization vs Model Maker's rules

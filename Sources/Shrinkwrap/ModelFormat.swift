@@ -16,20 +16,34 @@ public struct ModelFormat: Sendable {
     /// Ops (in the format's own vocabulary) the importer accepts.
     public let supportedOps: [String]
     /// Serializes a graph to this format; nil while the format has no exporter.
-    public let exporter: (@Sendable (Graph) throws -> Data)?
+    public let exporter: (@Sendable (Graph) throws -> ExportedModel)?
+}
+
+/// A serialized model, with what its bytes are made of when the exporter says.
+public struct ExportedModel: Sendable {
+    public var data: Data
+    /// "N bytes = W compressed weight bytes + G graph bytes (…)", when known.
+    public var sizeSummary: String?
+    public init(data: Data, sizeSummary: String? = nil) {
+        self.data = data; self.sizeSummary = sizeSummary
+    }
 }
 
 /// The format registry: one line per format.
 public enum ModelFormats {
     public static let all: [ModelFormat] = [
         ModelFormat(name: "onnx", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
-                    supportedOps: ONNXImporter.supportedOps, exporter: nil),
+                    supportedOps: ONNXImporter.supportedOps,
+                    exporter: { g in
+                        let (data, layout) = try ONNXExporter.exportWithLayout(g)
+                        return ExportedModel(data: data, sizeSummary: layout.summary)
+                    }),
         ModelFormat(name: "coreml", extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
                     supportedOps: CoreMLImporter.supportedLayers,
-                    exporter: { try CoreMLExporter.export(try ExportPreparation.prepare($0).graph) }),
+                    exporter: { ExportedModel(data: try CoreMLExporter.export(try ExportPreparation.prepare($0).graph)) }),
         ModelFormat(name: "tflite", extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
                     supportedOps: TFLiteImporter.supportedOps,
-                    exporter: { try TFLiteExporter.export(try ExportPreparation.prepare($0).graph) }),
+                    exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0).graph)) }),
     ]
 
     /// The format for a path, by extension.
@@ -72,12 +86,19 @@ public enum Shrinkwrap {
         }
     }
 
-    /// Writes a graph in the format its extension names, atomically.
-    public static func save(_ graph: Graph, to path: String, inputs: [String]) throws {
+    /// Writes a graph in the format its extension names, atomically, and
+    /// returns what was written (size breakdown and storage notes when the
+    /// exporter gives them).
+    @discardableResult
+    public static func save(_ graph: Graph, to path: String, inputs: [String]) throws -> ExportedModel {
         try checkWritable(path, inputs: inputs)
         let url = URL(fileURLWithPath: path)
-        guard let f = ModelFormats.format(for: url), let exporter = f.exporter else { return }
-        try AtomicFile.write(try exporter(graph), to: url, protecting: inputs.map { URL(fileURLWithPath: $0) })
+        guard let f = ModelFormats.format(for: url), let exporter = f.exporter else {
+            throw AtomicFile.Error(description: "\(path): cannot write this format")
+        }
+        let model = try exporter(graph)
+        try AtomicFile.write(model.data, to: url, protecting: inputs.map { URL(fileURLWithPath: $0) })
+        return model
     }
 }
 

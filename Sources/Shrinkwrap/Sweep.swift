@@ -91,9 +91,9 @@ public enum Sweep {
                 let base = url.deletingPathExtension().lastPathComponent
                 let out = URL(fileURLWithPath: dir).appendingPathComponent("\(base).\(variantTag(v)).\(f.extensions[0])")
                 do {
-                    let bytes = try export(g)
-                    try AtomicFile.write(bytes, to: out, protecting: [url])
-                    fileBytes = bytes.count
+                    let model = try export(g)
+                    try AtomicFile.write(model.data, to: out, protecting: [url])
+                    fileBytes = model.data.count
                     file = out.path
                 } catch let e as ExportError {
                     // A variant the format cannot hold (e.g. a LUT in TFLite): measured, not written.

@@ -247,7 +247,7 @@ struct Compress: ParsableCommand {
 
     @OptionGroup var compression: CompressionFlags
 
-    @Option(name: .shortAndLong, help: "Write the compressed model here (.mlmodel, .tflite).")
+    @Option(name: .shortAndLong, help: "Write the compressed model here (.mlmodel, .tflite, .onnx).")
     var output: String?
 
     @Flag(help: "Print the log as JSON.")
@@ -260,8 +260,8 @@ struct Compress: ParsableCommand {
         let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         if let output {
-            try Shrinkwrap.save(graph, to: output, inputs: [model])
-            FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
+            let written = try Shrinkwrap.save(graph, to: output, inputs: [model])
+            FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
         }
     }
 }
@@ -271,8 +271,10 @@ struct Convert: ParsableCommand {
         abstract: "Convert a model to another format, optionally compressing its weights.",
         discussion: """
         The output format comes from the extension of -o (.mlmodel: Core ML NeuralNetwork, every mode; \
-        .tflite: TensorFlow Lite, float32, fp16 and 8-bit --symmetric linear weights). \
-        Compression flags are those of `compress`; without them weights stay float32.
+        .tflite: TensorFlow Lite, float32, fp16 and 8-bit --symmetric linear weights; \
+        .onnx: ONNX, every mode, decoded by standard ops at run time, opset 17, or 21 for 4-bit codes and per-block scales). \
+        Compression flags are those of `compress`; without them weights stay float32. \
+        The "wrote" line gives the file's size as compressed weight bytes + graph bytes where the format says.
 
         Modes:
         """ + WeightCodecs.help)
@@ -280,7 +282,7 @@ struct Convert: ParsableCommand {
     @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
 
-    @Option(name: .shortAndLong, help: "The converted model (.mlmodel, .tflite).")
+    @Option(name: .shortAndLong, help: "The converted model (.mlmodel, .tflite, .onnx).")
     var output: String
 
     @OptionGroup var compression: CompressionFlags
@@ -366,21 +368,24 @@ struct Convert: ParsableCommand {
             let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
             print(json ? log.json : log.table, terminator: json ? "\n" : "")
         }
-        try Shrinkwrap.save(graph, to: output, inputs: readsFiles)
-        FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
-        if checks { try check(original: original, settings: plan == nil ? "float32" : (compression.mode ?? "plan")) }
+        let written = try Shrinkwrap.save(graph, to: output, inputs: readsFiles)
+        FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
+        if checks {
+            try check(original: original, settings: plan == nil ? "float32" : (compression.mode ?? "plan"), layout: written.sizeSummary)
+        }
     }
 
     /// Reads the written file back and compares it with the original over the data; writes the
     /// reports, then applies the gates (exit 3).
-    func check(original: Graph, settings: String) throws {
+    func check(original: Graph, settings: String, layout: String?) throws {
         let written = try Shrinkwrap.load(output)
         let set = try data.load(graph: original)
         let report = try Sweep.comparison(
             reference: original, at: model, candidate: written, at: output, data: set, labels: [], threads: compression.threads,
             mode: settings, bits: compression.bits ?? (settings == "fp16" ? 16 : settings == "float32" ? 32 : 8),
             granularity: compression.granularity ?? "default",
-            options: ["output": URL(fileURLWithPath: output).lastPathComponent, "compression": settings])
+            options: ["output": URL(fileURLWithPath: output).lastPathComponent, "compression": settings]
+                .merging(layout.map { ["file_layout": $0] } ?? [:]) { a, _ in a })
         try data.write(report, protecting: [model, output])
         let outputs = report.variants.first?.outputs ?? []
         for line in agreementLines(outputs) { FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }

@@ -505,3 +505,38 @@ extension WeightEncoding {
         }
     }
 }
+
+extension AffineWeights {
+    /// The block shape of ONNX DequantizeLinear's scales (opset 21 rules):
+    /// one scale (per tensor), a 1-D scale per index of `axis` (per axis), or
+    /// with `blockSize` > 0 a scale of x's rank whose `axis` has
+    /// ceil(d / blockSize) entries (per block). `axis` may be negative.
+    public static func dequantizeLinearBlockShape(x: [Int], scale: [Int], axis: Int, blockSize: Int) throws(WeightLayoutError) -> [Int] {
+        let rank = x.count
+        let a = axis < 0 ? axis + rank : axis
+        var block = x.map { max($0, 1) }
+        let count = scale.reduce(1, *)
+        if blockSize == 0 && count == 1 && scale.count <= 1 { return block }
+        guard (0..<max(rank, 1)).contains(a), rank > 0 else {
+            throw WeightLayoutError("axis \(axis) is outside x's rank \(rank)")
+        }
+        if blockSize == 0 {
+            guard scale.count == 1, count == x[a] else {
+                throw WeightLayoutError("scale of shape \(scale) fits neither one scale nor one per index of axis \(axis) of x \(x)")
+            }
+            block[a] = 1
+            return block
+        }
+        guard blockSize > 0, scale.count == rank else {
+            throw WeightLayoutError("block_size \(blockSize) needs a scale of x's rank \(rank), got shape \(scale)")
+        }
+        for k in 0..<rank {
+            let want = k == a ? (x[k] + blockSize - 1) / blockSize : x[k]
+            guard scale[k] == want else {
+                throw WeightLayoutError("scale of shape \(scale) does not fit blocks of \(blockSize) along axis \(axis) of x \(x)")
+            }
+            block[k] = k == a ? blockSize : 1
+        }
+        return block
+    }
+}

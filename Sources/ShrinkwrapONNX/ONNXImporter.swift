@@ -65,8 +65,10 @@ public enum ONNXImporter {
             case "author": meta.author = p.value
             case "license": meta.license = p.value
             case "labels", "classes", "class_labels":
-                meta.labels = p.value.split(whereSeparator: { $0 == "\n" || $0 == "," }).map {
-                    $0.trimmingCharacters(in: .whitespaces)
+                // One per line (what we write); a single line is a comma-separated list.
+                let multiline = p.value.contains("\n")
+                meta.labels = p.value.split(whereSeparator: { multiline ? $0 == "\n" : $0 == "," }).map {
+                    $0.trimmingCharacters(in: .whitespacesAndNewlines)
                 }
             default: break
             }
@@ -86,6 +88,10 @@ struct GraphBuilder {
     let opset: Int
     let tensors: ONNXTensorDecoder
     var graph = Graph()
+    /// Initializers stored as INT4 / UINT4 (decoded as int8 / uint8): their codes are 4-bit.
+    var fourBitConstants = Set<String>()
+    /// Where each DequantizeLinear came from (by output), for messages.
+    var dequantizePlaces: [String: String] = [:]
     private var usedNames = Set<String>()
     private var counter = 0
 
@@ -122,6 +128,9 @@ struct GraphBuilder {
             let place = "initializer[\(i)] '\(t.name)'"
             guard !t.name.isEmpty else { throw ImportError.malformed(location(place), reason: "initializer has no name") }
             graph.setConstant(Constant(name: t.name, tensor: try tensors.decode(t, place: place)))
+            if t.dataType == Int32(Onnx_TensorProto.DataType.uint4.rawValue) || t.dataType == Int32(Onnx_TensorProto.DataType.int4.rawValue) {
+                fourBitConstants.insert(t.name)
+            }
         }
         graph.inputs = try g.input.enumerated().map { try valueInfo($1, place: "input[\($0)] '\($1.name)'") }
         graph.outputs = try g.output.enumerated().map { try valueInfo($1, place: "output[\($0)] '\($1.name)'") }
@@ -147,6 +156,7 @@ struct GraphBuilder {
             try translate(&self, node, place)
         }
         if !unsupported.isEmpty { throw ImportError.unsupportedOps(file: file, ops: unsupported) }
+        try foldWeightDecoding()
         return graph
     }
 

@@ -54,6 +54,7 @@ enum ONNXOps {
         t["Dropout"] = ONNXOps.dropout
         t["TopK"] = ONNXOps.topK
         t["PRelu"] = ONNXOps.preluLegacy
+        t["DequantizeLinear"] = ONNXOps.dequantizeLinear
         t["Scatter"] = ONNXOps.renamed("ScatterElements")  // deprecated in opset 11, same meaning
         for op in ["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"] {
             t[op] = ONNXOps.legacyBroadcast

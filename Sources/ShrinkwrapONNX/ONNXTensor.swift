@@ -15,6 +15,9 @@ struct ONNXTensorDecoder {
 
     func decode(_ t: Onnx_TensorProto, place: String) throws -> Tensor {
         let loc = SourceLocation(file: file, place: place)
+        if t.dataType == Int32(Onnx_TensorProto.DataType.uint4.rawValue) || t.dataType == Int32(Onnx_TensorProto.DataType.int4.rawValue) {
+            return try decodeFourBit(t, signed: t.dataType == Int32(Onnx_TensorProto.DataType.int4.rawValue), loc: loc)
+        }
         guard let dtype = DType(onnxDataType: Int(t.dataType)) else {
             let name = Onnx_TensorProto.DataType(rawValue: Int(t.dataType)).map { "\($0)" } ?? "code \(t.dataType)"
             throw ImportError.unsupported(loc, what: "tensor element type \(name)")
@@ -67,6 +70,41 @@ struct ONNXTensorDecoder {
             try need(t.uint64Data.count, "uint64_data")
             return Tensor(ints: t.uint64Data.map { Int64(truncatingIfNeeded: $0) }, shape: shape, dtype: dtype)
         }
+    }
+
+    /// INT4 / UINT4 (two per byte, low nibble first; in raw_data, external
+    /// data or int32_data) → an int8 / uint8 tensor of the same values.
+    func decodeFourBit(_ t: Onnx_TensorProto, signed: Bool, loc: SourceLocation) throws -> Tensor {
+        var shape: [Int] = []
+        for d in t.dims {
+            guard d >= 0, d <= Int64(Int32.max) else { throw ImportError.badTensor(loc, reason: "dimension \(d) is out of range") }
+            shape.append(Int(d))
+        }
+        guard let count = checkedElementCount(shape, limit: elementLimit) else {
+            throw ImportError.badTensor(loc, reason: "shape \(shape) declares more than \(elementLimit) elements")
+        }
+        let byteCount = (count + 1) / 2
+        let bytes: [UInt8]
+        if t.dataLocation == .external {
+            bytes = [UInt8](try readExternal(t, expectedBytes: byteCount, loc: loc))
+        } else if t.hasRawData {
+            guard t.rawData.count == byteCount else {
+                throw ImportError.badTensor(loc, reason: "raw data has \(t.rawData.count) bytes, \(count) 4-bit values need \(byteCount)")
+            }
+            bytes = [UInt8](t.rawData)
+        } else {
+            guard t.int32Data.count == byteCount else {
+                throw ImportError.badTensor(loc, reason: "int32_data has \(t.int32Data.count) values, \(count) 4-bit values need \(byteCount)")
+            }
+            bytes = t.int32Data.map { UInt8(truncatingIfNeeded: $0) }
+        }
+        guard let nibbles = BitPacking.unpack(bytes, bits: 4, count: count, order: .onnx4Bit) else {
+            throw ImportError.badTensor(loc, reason: "cannot unpack \(count) 4-bit values")
+        }
+        if signed {
+            return Tensor(ints: nibbles.map { Int64(($0 & 0x8) != 0 ? Int($0) - 16 : Int($0)) }, shape: shape, dtype: .int8)
+        }
+        return Tensor(ints: nibbles.map { Int64($0) }, shape: shape, dtype: .uint8)
     }
 
     /// Little-endian bytes → tensor; the byte count must match exactly.

@@ -143,6 +143,7 @@ public enum KernelRegistry {
         t["SpaceToDepth"] = NNKernels.spaceToDepth
         // --- end NN
         // --- Recurrent (Kernels/Recurrent.swift)
+        t["DequantizeLinear"] = QuantizationKernels.dequantizeLinear  // Kernels/Quantization.swift
         t["RNN"] = RecurrentKernels.rnn
         t["GRU"] = RecurrentKernels.gru
         t["LSTM"] = RecurrentKernels.lstm

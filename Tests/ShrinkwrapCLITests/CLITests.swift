@@ -143,6 +143,27 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(s.stdout.contains("skipped: 6 elements, fewer than the minimum 2048"), s.stdout)
     }
 
+    func testConvertToONNXKeepsWeightsCompressedAndSaysWhatTheFileIsMadeOf() throws {
+        let model = try tinyModel()
+        let out = tmp.appendingPathComponent("tiny.k2.onnx"), report = tmp.appendingPathComponent("report.json")
+        let r = try sw(["convert", model.path, "-o", out.path, "--mode", "kmeans-lut", "--bits", "2", "--min-elements", "0",
+                        "--random", "4", "--report", report.path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: out.path)[.size] as? Int)
+        XCTAssertTrue(r.stderr.contains("wrote \(out.path): \(size) bytes = "), r.stderr)
+        XCTAssertTrue(r.stderr.contains("compressed weight bytes + ") && r.stderr.contains("opset 17"), r.stderr)
+        let text = try String(contentsOf: report, encoding: .utf8)
+        XCTAssertTrue(text.contains("file_layout"), text)
+        // Read back, the weight is a 2-bit palette again.
+        let i = try sw(["inspect", out.path])
+        XCTAssertEqual(i.status, 0, i.stderr)
+        XCTAssertTrue(i.stdout.contains("palette2"), i.stdout)
+        // The file is an input: never overwritten.
+        let again = try sw(["convert", out.path, "-o", out.path])
+        XCTAssertNotEqual(again.status, 0)
+        XCTAssertTrue(again.stderr.contains("refusing to overwrite an input"), again.stderr)
+    }
+
     func testCompressHelpListsEveryCodec() throws {
         let r = try sw(["compress", "--help"])
         XCTAssertEqual(r.status, 0)
