@@ -35,7 +35,7 @@ public enum ModelFormats {
         ModelFormat(name: "onnx", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
                     supportedOps: ONNXImporter.supportedOps,
                     exporter: { g in
-                        let (data, layout) = try ONNXExporter.exportWithLayout(g)
+                        let (data, layout) = try ONNXExporter.exportWithLayout(ModelFormats.typingOutputs(g))
                         return ExportedModel(data: data, sizeSummary: layout.summary)
                     }),
         ModelFormat(name: "coreml", extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
@@ -45,6 +45,21 @@ public enum ModelFormats {
                     supportedOps: TFLiteImporter.supportedOps,
                     exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0).graph)) }),
     ]
+
+    /// ONNX needs a type and a rank for every graph output; an imported graph
+    /// may not know them (a Core ML output without a shape). They come from one
+    /// run of the shape annotation, the dimensions left free.
+    static func typingOutputs(_ g: Graph) -> Graph {
+        guard g.outputs.contains(where: { $0.dtype == nil || $0.shape == nil }),
+              let prepared = try? ExportPreparation.prepare(g).graph else { return g }
+        var out = g
+        for k in out.outputs.indices where out.outputs[k].dtype == nil || out.outputs[k].shape == nil {
+            guard let p = prepared.outputs.first(where: { $0.name == out.outputs[k].name }) else { continue }
+            if out.outputs[k].dtype == nil { out.outputs[k].dtype = p.dtype }
+            if out.outputs[k].shape == nil, let shape = p.shape { out.outputs[k].shape = shape.map { _ in .unknown } }
+        }
+        return out
+    }
 
     /// The format for a path, by extension.
     public static func format(for url: URL) -> ModelFormat? {

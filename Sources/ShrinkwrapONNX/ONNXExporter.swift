@@ -63,14 +63,22 @@ public enum ONNXExporter {
         g.name = graph.name.isEmpty ? "shrinkwrap" : graph.name
         g.initializer = weights.initializers
         g.node = weights.nodes
-        for n in graph.nodes { g.node += try nodes(for: n, names: &names) }
+        for n in graph.nodes { g.node += try nodes(for: n, opset: opset, names: &names) }
+        // Node names must be unique (onnxruntime refuses a model otherwise); an
+        // importer may give several nodes one source op's name.
+        var nodeNames = Set<String>()
+        for i in g.node.indices where !g.node[i].name.isEmpty {
+            var name = g.node[i].name, k = 1
+            while !nodeNames.insert(name).inserted { k += 1; name = "\(g.node[i].name)_\(k)" }
+            g.node[i].name = name
+        }
         let constants = Set(graph.constants.map(\.name))
         g.input = graph.inputs.filter { !constants.contains($0.name) }.map(valueInfo)
         g.output = graph.outputs.map(valueInfo)
         let listed = Set(graph.inputs.map(\.name) + graph.outputs.map(\.name)).union(constants)
         let produced = Set(graph.nodes.flatMap(\.outputs))
         for key in graph.valueInfo.keys.sorted() where !listed.contains(key) && produced.contains(key) {
-            if let v = graph.valueInfo[key], v.dtype != nil { g.valueInfo.append(valueInfo(v)) }
+            if let v = graph.valueInfo[key], v.dtype != nil, v.shape != nil { g.valueInfo.append(valueInfo(v)) }
         }
 
         var m = Onnx_ModelProto()
@@ -134,8 +142,16 @@ public enum ONNXExporter {
 
     /// The ONNX nodes for one IR node: itself, or its expansion when the op
     /// is newer than the opsets runtimes run (Swish).
-    static func nodes(for n: Node, names: inout NameAllocator) throws -> [Onnx_NodeProto] {
+    static func nodes(for n: Node, opset: Int, names: inout NameAllocator) throws -> [Onnx_NodeProto] {
         if let expand = ONNXOps.expanded[n.opType] { return try expand(n, &names).map(proto) }
+        var n = n
+        // Resize-19 dropped tf_half_pixel_for_nn (TFLite's nearest resize): with nearest_mode floor it
+        // picks floor((x + 0.5) / scale), which is half_pixel with round_prefer_ceil.
+        if opset >= 19, n.opType == "Resize", n.string("coordinate_transformation_mode", "") == "tf_half_pixel_for_nn",
+           n.string("nearest_mode", "round_prefer_floor") == "floor" {
+            n.attributes["coordinate_transformation_mode"] = .string("half_pixel")
+            n.attributes["nearest_mode"] = .string("round_prefer_ceil")
+        }
         return [try proto(n)]
     }
 

@@ -85,6 +85,7 @@ extension GraphBuilder {
         func rangeOffsets(_ value: String?) -> (values: [Int64], shape: [Int], nodes: [Int], constants: [String])? {
             guard let (k1, r) = from(value, "Reshape"), only(r.input(1)), let dims = ints(r.input(1)),
                   let (k2, mul) = from(r.input(0), "Mul"), only(mul.input(1)), let e = ints(mul.input(1)), e.count == 1,
+                  e[0] >= 0, e[0] <= 1 << 8,
                   let (k3, div) = from(mul.input(0), "Div"), only(div.input(1)), let g = ints(div.input(1)), g.count == 1, g[0] > 0,
                   let (k4, range) = from(div.input(0), "Range"), ints(range.input(0)) == [0], ints(range.input(2)) == [1],
                   let limit = ints(range.input(1)), limit.count == 1, (1...(1 << 24)).contains(limit[0]),
@@ -257,7 +258,7 @@ extension GraphBuilder {
 
     /// ONNX Reshape's target (0 copies the input's dimension, −1 is inferred).
     static func resolveReshape(_ from: [Int], _ dims: [Int]) -> [Int]? {
-        let total = from.reduce(1, *)
+        guard from.allSatisfy({ $0 >= 0 }), let total = checkedElementCount(from) else { return nil }
         var out: [Int] = []
         var infer: Int? = nil
         for (i, d) in dims.enumerated() {

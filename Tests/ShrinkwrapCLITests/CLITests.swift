@@ -184,8 +184,8 @@ final class CLITests: XCTestCase {
             (["--mode", "custom-lut"], "needs --lut"),
             ([], "give --mode or --plan"),
             (["--plan", tmp.appendingPathComponent("missing.json").path], "missing.json: bad compression plan"),
-            (["--mode", "fp16", "-o", tmp.appendingPathComponent("out.onnx").path], "cannot write this format"),
-            (["--mode", "fp16", "-o", model.path], "cannot write this format"),
+            (["--mode", "fp16", "-o", tmp.appendingPathComponent("out.pb").path], "cannot write this format"),
+            (["--mode", "fp16", "-o", model.path], "refusing to overwrite an input file"),
         ]
         for (args, expected) in cases {
             let r = try sw(["compress", model.path] + args)

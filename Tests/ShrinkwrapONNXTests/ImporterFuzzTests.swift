@@ -34,14 +34,35 @@ final class ImporterFuzzTests: XCTestCase {
                     M.node("Transpose", ["r"], ["y"], attributes: [M.intsAttr("perm", [1, 0])])],
             inputs: [M.valueInfo("x", dims: [2, 3])], outputs: [M.valueInfo("y", dims: [3, 2])],
             initializers: [M.rawTensor("rs", dims: [2], raw: Data([2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]), type: 7)])
-        return [try M.tinyMLP().serializedData(), try conv.serializedData(), try shapes.serializedData()]
+        return [try M.tinyMLP().serializedData(), try conv.serializedData(), try shapes.serializedData(), try compressed()]
+    }
+
+    /// What our exporter writes for compressed weights: fp16 Cast, DequantizeLinear (int4 per block with
+    /// an expanded bias), bit-packed 3-bit codes, a grouped palette with Range offsets.
+    func compressed() throws -> Data {
+        var g = Graph(name: "c", inputs: [ValueInfo(name: "s", dtype: .float32, shape: [])], outputs: [], nodes: [])
+        let weights: [(String, WeightEncoding)] = [
+            ("h", .float16(try Float16Weights(shape: [2, 2], bits: [0x3C00, 0x4000, 0xBC00, 0]))),
+            ("a4", .affine(try AffineWeights(shape: [2, 5], bits: 4, signed: true, q: [1, -2, 3, -4, 5, 6, 7, -8, 0, 1],
+                                             blockShape: [1, 2], scale: [0.5, 0.25, 1, 2, 1.5, 0.75], bias: [0.1, 0, 0.2, 0, 0.3, 0]))),
+            ("a3", .affine(try AffineWeights(shape: [3, 3], bits: 3, signed: false, q: [0, 1, 2, 3, 4, 5, 6, 7, 0],
+                                             blockShape: [1, 3], scale: [1, 2, 3], bias: [0, -1, 0.5]))),
+            ("p2", .palette(try PaletteWeights(shape: [4, 2], bits: 2, indices: [0, 1, 2, 3, 3, 2, 1, 0],
+                                               lut: [[0, 1, 2, 3], [-1, -2, -3, -4]], axis: 0, groupSize: 2))),
+        ]
+        for (name, w) in weights {
+            g.setConstant(Constant(name: name, encoding: w))
+            g.nodes.append(Node(name: "use_\(name)", opType: "Mul", inputs: [name, "s"], outputs: ["y_\(name)"]))
+            g.outputs.append(ValueInfo(name: "y_\(name)", dtype: .float32, shape: w.shape.map { .fixed($0) }))
+        }
+        return try ONNXExporter.export(g)
     }
 
     func testMutantsNeverCrash() throws {
         var rng = SplitMix(seed: 0x5eed)
         var imported = 0, ran = 0, rejected = 0
         let seeds = try corpus()
-        for i in 0..<3000 {
+        for i in 0..<4000 {
             var bytes = [UInt8](seeds[i % seeds.count])
             let edits = 1 + Int(rng.next() % 4)
             for _ in 0..<edits {
@@ -71,7 +92,7 @@ final class ImporterFuzzTests: XCTestCase {
                 ran += 1
             }
         }
-        print("importer fuzz: 3000 mutants, \(rejected) rejected with an error, \(imported) imported, \(ran) ran")
+        print("importer fuzz: 4000 mutants, \(rejected) rejected with an error, \(imported) imported, \(ran) ran")
         XCTAssertGreaterThan(rejected, 100)
         XCTAssertGreaterThan(imported, 100)
     }

@@ -161,6 +161,22 @@ final class ONNXExporterTests: XCTestCase {
         XCTAssertEqual(back.inputs.first?.shape, [.symbolic("N"), .fixed(3)])
     }
 
+    func testTFLiteNearestResizeSurvivesOpset21() throws {
+        // 4-bit weights need opset 21, whose Resize no longer has tf_half_pixel_for_nn.
+        var g = graph([("w4", try affine([2, 3], bits: 4, signed: true, block: [1, 3], integerZero: true, seed: 3))])
+        g.inputs.append(ValueInfo(name: "img", dtype: .float32, shape: [.fixed(1), .fixed(1), .fixed(3), .fixed(5)]))
+        g.setConstant(Constant(name: "scales", tensor: Tensor([1, 1, 2.5, 1.5], shape: [4])))
+        g.nodes.append(Node(name: "resize", opType: "Resize", inputs: ["img", "", "scales"], outputs: ["big"],
+                            attributes: ["mode": .string("nearest"), "coordinate_transformation_mode": .string("tf_half_pixel_for_nn"),
+                                         "nearest_mode": .string("floor")]))
+        g.outputs.append(ValueInfo(name: "big", dtype: .float32, shape: nil))
+        let (back, layout) = try roundTrip(g)
+        XCTAssertEqual(layout.opset, 21)
+        XCTAssertEqual(back.nodes.first { $0.opType == "Resize" }?.string("coordinate_transformation_mode", ""), "half_pixel")
+        let feeds = ["s": Tensor([1], shape: []), "img": Tensor((0..<15).map(Float.init), shape: [1, 1, 3, 5])]
+        XCTAssertEqual(try Interpreter(graph: back).run(feeds)["big"], try Interpreter(graph: g).run(feeds)["big"])
+    }
+
     func testSwishIsWrittenWithOlderOps() throws {
         var g = Graph(name: "swish", inputs: [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(5)])],
                       outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)], nodes: [])
