@@ -31,10 +31,13 @@ import tempfile
 
 import numpy as np
 
+from crosscheck_common import last_error, max_diff, ours_run, sanitized
+
 try:
     import onnx
     from onnx import numpy_helper
     import onnxruntime as ort
+    from ort_crosscheck import make_inputs
 except ImportError as err:  # pragma: no cover
     print(f"SKIPPED: ONNX export cross-check needs onnx and onnxruntime ({err}); run it from the project venv (make venv)")
     sys.exit(2)
@@ -61,38 +64,15 @@ for _b in range(1, 9):
     MODES[f"kmeans-lut{_b}"] = ["--mode", "kmeans-lut", "--bits", str(_b)]
 ALL = ["float", "fp16"] + [f"{m}{b}" for m in ("linear", "linear-lut", "kmeans-lut") for b in range(8, 0, -1)]
 
-NP_TYPES = {1: np.float32, 10: np.float16, 11: np.float64, 6: np.int32, 7: np.int64, 9: np.bool_, 2: np.uint8, 3: np.int8}
 LAYOUT = re.compile(r"wrote .*: (\d+) bytes = (\d+) compressed weight bytes \+ (\d+) graph bytes \(([-+0-9.]+) %\), opset (\d+)")
 
 
-def sanitized(name):
-    s = "".join(c if c.isalpha() or c.isnumeric() or c in "-_." else "_" for c in name)
-    return s or "output"
 
 
-def last_error(stderr):
-    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
-    errs = [l for l in lines if "error" in l.lower()]
-    return (errs or lines or ["(no message)"])[-1]
 
 
-def max_diff(a, b):
-    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
 
 
-def feeds_for(path, seed=3):
-    m = onnx.load(path, load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for vi in m.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim)
-        dt = NP_TYPES.get(tt.elem_type, np.float32)
-        feeds[vi.name] = rng.random(shape).astype(dt) if np.issubdtype(dt, np.floating) else rng.integers(0, 4, shape).astype(dt)
-    return feeds
 
 
 def with_logits(path, out):
@@ -131,18 +111,6 @@ def ort_run(path, feeds):
     return dict(zip(names, s.run(names, feeds)))
 
 
-def ours_run(args, path, feeds, tmp):
-    out = os.path.join(tmp, "ours")
-    os.makedirs(out, exist_ok=True)
-    cmd = [args.shrinkwrap, "run", path, "--output-dir", out]
-    for k, (name, x) in enumerate(feeds.items()):
-        f = os.path.join(tmp, f"input{k}.npy")
-        np.save(f, x)
-        cmd += ["-i", f"{name}={f}"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    if r.returncode != 0:
-        raise RuntimeError("shrinkwrap run: " + last_error(r.stderr))
-    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}
 
 
 def compare(ours, ref, what):
@@ -195,9 +163,9 @@ def check(args, source, mode, tmp):
     overhead = file_bytes / max(1, weight_bytes + graph_bytes) - 1
     onnx.checker.check_model(out, full_check=True)
     probe = with_logits(out, os.path.join(tmp, "probe.onnx"))
-    feeds = feeds_for(out)
+    feeds = make_inputs(out, seed=3, arange=False)
     ref = ort_run(probe, feeds)
-    ours = ours_run(args, probe, feeds, tmp)
+    ours = ours_run(args.shrinkwrap, probe, feeds, tmp, args.timeout)
     texts, bad = compare(ours, ref, "ours vs onnxruntime")
     extra = ""
     if mode == "float" and source.endswith(".onnx"):

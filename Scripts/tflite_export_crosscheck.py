@@ -41,6 +41,8 @@ import tempfile
 
 import numpy as np
 
+from crosscheck_common import last_error, max_diff, ours_run, sanitized
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
@@ -52,19 +54,10 @@ MODES = {
 FLOAT_RTOL = 1e-4
 
 
-def sanitized(name):
-    s = "".join(c if c.isalpha() or c.isnumeric() or c in "-_." else "_" for c in name)
-    return s or "output"
 
 
-def last_error(stderr):
-    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
-    errs = [l for l in lines if "error:" in l]
-    return (errs or lines or ["(no message)"])[-1]
 
 
-def max_diff(a, b):
-    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
 
 
 def tflite_run(path, feeds):
@@ -81,18 +74,6 @@ def input_details(path):
     return [(d["name"], list(d["shape"]), d["dtype"]) for d in it.get_input_details()]
 
 
-def ours_run(args, path, feeds, tmp):
-    out = os.path.join(tmp, "ours")
-    os.makedirs(out, exist_ok=True)
-    cmd = [args.shrinkwrap, "run", path, "--output-dir", out]
-    for k, (name, x) in enumerate(feeds.items()):
-        f = os.path.join(tmp, f"input{k}.npy")
-        np.save(f, x)
-        cmd += ["-i", f"{name}={f}"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    if r.returncode != 0:
-        raise RuntimeError("shrinkwrap run: " + last_error(r.stderr))
-    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}
 
 
 HYBRID_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
@@ -158,7 +139,7 @@ def check(args, source, mode, fixture_inputs, fixture_refs, tmp):
             else:
                 feeds[name] = rng.integers(0, 2, shape).astype(dtype)
     ref = tflite_run(out, feeds)
-    ours = ours_run(args, out, feeds, tmp)
+    ours = ours_run(args.shrinkwrap, out, feeds, tmp, args.timeout)
     dequant = None
     plain = None
     if mode == "linear8":

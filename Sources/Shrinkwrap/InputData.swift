@@ -237,36 +237,12 @@ public enum InputData {
                 u64(t.shape.count)
                 for d in t.shape { u64(d) }
                 buffer.removeAll(keepingCapacity: true)
-                appendRawBytes(of: t, to: &buffer)
+                t.appendLittleEndianBytes(to: &buffer)
                 u64(buffer.count)
                 h.update(buffer)
             }
         }
         return SHA256.hexString(h.finalize())
-    }
-
-    /// The tensor's elements as a .npy stores them (little-endian, dtype width).
-    static func appendRawBytes(of t: Tensor, to out: inout [UInt8]) {
-        func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
-        out.reserveCapacity(out.count + t.storage.count * t.dtype.byteWidth)
-        switch t.storage {
-        case .float(let a):
-            switch t.dtype {
-            case .float16: for v in a { put(Half.bits(from: v)) }
-            case .bfloat16: for v in a { put(Half.bfloatBits(from: v)) }
-            case .float64: for v in a { put(Double(v).bitPattern) }
-            default: for v in a { put(v.bitPattern) }
-            }
-        case .int(let a):
-            switch t.dtype.byteWidth {
-            case 1: for v in a { out.append(UInt8(truncatingIfNeeded: v)) }
-            case 2: for v in a { put(UInt16(truncatingIfNeeded: v)) }
-            case 4: for v in a { put(UInt32(truncatingIfNeeded: v)) }
-            default: for v in a { put(UInt64(bitPattern: v)) }
-            }
-        case .bool(let a):
-            for v in a { out.append(v ? 1 : 0) }
-        }
     }
 
     // MARK: - Specs and files

@@ -106,3 +106,30 @@ public func checkedElementCount(_ shape: [Int], limit: Int = 1 << 34) -> Int? {
     }
     return n
 }
+
+extension Tensor {
+    /// The elements as files store them: little-endian, the dtype's width
+    /// (.npy data, ONNX raw_data); float16 / bfloat16 rounded to nearest even.
+    public func appendLittleEndianBytes(to out: inout [UInt8]) {
+        func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+        out.reserveCapacity(out.count + storage.count * dtype.byteWidth)
+        switch storage {
+        case .float(let a):
+            switch dtype {
+            case .float16: for v in a { put(Half.bits(from: v)) }
+            case .bfloat16: for v in a { put(Half.bfloatBits(from: v)) }
+            case .float64: for v in a { put(Double(v).bitPattern) }
+            default: for v in a { put(v.bitPattern) }
+            }
+        case .int(let a):
+            switch dtype.byteWidth {
+            case 1: for v in a { out.append(UInt8(truncatingIfNeeded: v)) }
+            case 2: for v in a { put(UInt16(truncatingIfNeeded: v)) }
+            case 4: for v in a { put(UInt32(truncatingIfNeeded: v)) }
+            default: for v in a { put(UInt64(bitPattern: v)) }
+            }
+        case .bool(let a):
+            for v in a { out.append(v ? 1 : 0) }
+        }
+    }
+}

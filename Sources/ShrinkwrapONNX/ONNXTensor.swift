@@ -22,14 +22,7 @@ struct ONNXTensorDecoder {
             let name = Onnx_TensorProto.DataType(rawValue: Int(t.dataType)).map { "\($0)" } ?? "code \(t.dataType)"
             throw ImportError.unsupported(loc, what: "tensor element type \(name)")
         }
-        var shape: [Int] = []
-        for d in t.dims {
-            guard d >= 0, d <= Int64(Int32.max) else { throw ImportError.badTensor(loc, reason: "dimension \(d) is out of range") }
-            shape.append(Int(d))
-        }
-        guard let count = checkedElementCount(shape, limit: elementLimit) else {
-            throw ImportError.badTensor(loc, reason: "shape \(shape) declares more than \(elementLimit) elements")
-        }
+        let (shape, count) = try checkedShape(t, loc: loc)
         if t.hasSegment { throw ImportError.unsupported(loc, what: "segmented tensor") }
 
         if t.dataLocation == .external {
@@ -72,9 +65,8 @@ struct ONNXTensorDecoder {
         }
     }
 
-    /// INT4 / UINT4 (two per byte, low nibble first; in raw_data, external
-    /// data or int32_data) → an int8 / uint8 tensor of the same values.
-    func decodeFourBit(_ t: Onnx_TensorProto, signed: Bool, loc: SourceLocation) throws -> Tensor {
+    /// The tensor's dims, each in range, and their element count within the limit.
+    func checkedShape(_ t: Onnx_TensorProto, loc: SourceLocation) throws -> (shape: [Int], count: Int) {
         var shape: [Int] = []
         for d in t.dims {
             guard d >= 0, d <= Int64(Int32.max) else { throw ImportError.badTensor(loc, reason: "dimension \(d) is out of range") }
@@ -83,6 +75,13 @@ struct ONNXTensorDecoder {
         guard let count = checkedElementCount(shape, limit: elementLimit) else {
             throw ImportError.badTensor(loc, reason: "shape \(shape) declares more than \(elementLimit) elements")
         }
+        return (shape, count)
+    }
+
+    /// INT4 / UINT4 (two per byte, low nibble first; in raw_data, external
+    /// data or int32_data) → an int8 / uint8 tensor of the same values.
+    func decodeFourBit(_ t: Onnx_TensorProto, signed: Bool, loc: SourceLocation) throws -> Tensor {
+        let (shape, count) = try checkedShape(t, loc: loc)
         let byteCount = (count + 1) / 2
         let bytes: [UInt8]
         if t.dataLocation == .external {

@@ -410,27 +410,9 @@ struct ONNXWeightWriter {
         p.name = name
         p.dataType = Int32(t.dtype.onnxDataType)
         p.dims = t.shape.map(Int64.init)
-        var out = Data()
-        out.reserveCapacity(t.count * t.dtype.byteWidth)
-        func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
-        switch t.storage {
-        case .float(let a):
-            switch t.dtype {
-            case .float16: for v in a { put(Half.bits(from: v)) }
-            case .bfloat16: for v in a { put(Half.bfloatBits(from: v)) }
-            case .float64: for v in a { put(Double(v).bitPattern) }
-            default: for v in a { put(v.bitPattern) }
-            }
-        case .int(let a):
-            switch t.dtype.byteWidth {
-            case 1: for v in a { put(UInt8(truncatingIfNeeded: v)) }
-            case 2: for v in a { put(UInt16(truncatingIfNeeded: v)) }
-            case 4: for v in a { put(UInt32(truncatingIfNeeded: v)) }
-            default: for v in a { put(UInt64(bitPattern: v)) }
-            }
-        case .bool(let a): for v in a { put(UInt8(v ? 1 : 0)) }
-        }
-        p.rawData = out
+        var out: [UInt8] = []
+        t.appendLittleEndianBytes(to: &out)
+        p.rawData = Data(out)
         return p
     }
 }
