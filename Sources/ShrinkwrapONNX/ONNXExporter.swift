@@ -56,6 +56,11 @@ public enum ONNXExporter {
         var weights = ONNXWeightWriter()
         for c in graph.constants { try weights.add(c, names: &names) }
 
+        // A protobuf message cannot exceed 2 GiB; larger models need ONNX external data.
+        let payload = weights.initializers.reduce(0) { $0 + $1.rawData.count }
+        guard payload < Int(Int32.max) - (64 << 20) else {
+            throw ExportError.unsupported(format: "ONNX", what: "\(payload) bytes of weights: files over 2 GiB need external data, which the exporter does not write; compress the weights (e.g. --mode fp16) first")
+        }
         var opset = max(defaultOpset, weights.minimumOpset)
         for n in graph.nodes { opset = max(opset, ONNXOpsets.minimum(for: n)) }
 
@@ -145,6 +150,8 @@ public enum ONNXExporter {
     static func nodes(for n: Node, opset: Int, names: inout NameAllocator) throws -> [Onnx_NodeProto] {
         if let expand = ONNXOps.expanded[n.opType] { return try expand(n, &names).map(proto) }
         var n = n
+        // The IR's Split always says num_outputs; with a split input ONNX wants only the input.
+        if n.opType == "Split", n.input(1) != nil { n.attributes["num_outputs"] = nil }
         // Resize-19 dropped tf_half_pixel_for_nn (TFLite's nearest resize): with nearest_mode floor it
         // picks floor((x + 0.5) / scale), which is half_pixel with round_prefer_ceil.
         if opset >= 19, n.opType == "Resize", n.string("coordinate_transformation_mode", "") == "tf_half_pixel_for_nn",
@@ -259,7 +266,7 @@ enum ONNXOpsets {
             // axes became an input at 18.
             return n.input(1) != nil || n.attributes["noop_with_empty_axes"] != nil ? 18 : 13
         case "Split":
-            return n.attributes["num_outputs"] != nil ? 18 : 13
+            return n.input(1) == nil && n.attributes["num_outputs"] != nil ? 18 : 13
         case "Pad":
             if n.string("mode", "constant") == "wrap" { return 19 }
             return n.input(3) != nil ? 18 : 13

@@ -31,7 +31,16 @@ enum ONNXOps {
 
     static let translators: [String: ONNXTranslator] = {
         var t: [String: ONNXTranslator] = [:]
-        for op in passThrough { t[op] = { b, n, _ in b.emit(n) } }
+        for op in passThrough {
+            t[op] = { b, n, _ in
+                // Attributes older opsets had and newer ones dropped (their meaning is the default now):
+                // Gemm's `broadcast` (before 7; Gemm broadcasts C since), `consumed_inputs` (before 6).
+                var n = n
+                n.attributes["consumed_inputs"] = nil
+                if n.opType == "Gemm" { n.attributes["broadcast"] = nil }
+                b.emit(n)
+            }
+        }
         // Forms that changed across opsets (ONNXOps+Legacy.swift).
         t["Constant"] = ONNXOps.constant
         t["Clip"] = ONNXOps.clip
