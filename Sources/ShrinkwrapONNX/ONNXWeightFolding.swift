@@ -28,7 +28,8 @@ extension GraphBuilder {
     mutating func foldWeightDecoding() throws {
         var uses: [String: Int] = [:]
         for n in graph.nodes { for i in n.inputs where !i.isEmpty { uses[i, default: 0] += 1 } }
-        for o in graph.outputs { uses[o.name, default: 0] += 2 }  // never folded away
+        // Graph outputs, and initializers an old file also lists as inputs, are never folded away.
+        for v in graph.outputs + graph.inputs { uses[v.name, default: 0] += 2 }
         let outputs = Set(graph.outputs.map(\.name))
         var producer: [String: Int] = [:]
         for (k, n) in graph.nodes.enumerated() { for o in n.outputs where !o.isEmpty { producer[o] = k } }
