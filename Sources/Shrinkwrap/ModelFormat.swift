@@ -5,7 +5,7 @@ import ShrinkwrapONNX
 import ShrinkwrapTFLite
 import ShrinkwrapRuntime
 
-/// A model file format Shrinkwrap can read (and later write).
+/// A model file format Shrinkwrap reads and writes.
 public struct ModelFormat: Sendable {
     /// Short name, e.g. "onnx".
     public let name: String
@@ -15,7 +15,7 @@ public struct ModelFormat: Sendable {
     public let importer: @Sendable (URL) throws -> Graph
     /// Ops (in the format's own vocabulary) the importer accepts.
     public let supportedOps: [String]
-    /// Serializes a graph to this format; nil while the format has no exporter.
+    /// Serializes a graph to this format (nil for a format without an exporter).
     public let exporter: (@Sendable (Graph) throws -> ExportedModel)?
 }
 
