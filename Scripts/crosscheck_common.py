@@ -1,6 +1,7 @@
 """Helpers the cross-check scripts share: running `shrinkwrap run` and comparing outputs."""
 import os
 import subprocess
+import sys
 
 import numpy as np
 
@@ -34,3 +35,11 @@ def ours_run(shrinkwrap, path, feeds, tmp, timeout):
     if r.returncode != 0:
         raise RuntimeError("shrinkwrap run: " + last_error(r.stderr))
     return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}
+
+
+def finish(total, failed, what="exports"):
+    """Prints the summary line (and the failed names) and exits 1 on any failure."""
+    print(f"\n{total} {what}: {total - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        print("failed: " + ", ".join(failed))
+    sys.exit(1 if failed else 0)

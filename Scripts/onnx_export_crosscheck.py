@@ -31,7 +31,7 @@ import tempfile
 
 import numpy as np
 
-from crosscheck_common import last_error, max_diff, ours_run, sanitized
+from crosscheck_common import finish, last_error, max_diff, ours_run, sanitized
 
 try:
     import onnx
@@ -247,11 +247,7 @@ def main():
             if not ok:
                 failed.append(name)
             print(f"{'PASS' if ok else 'FAIL':5s} {name:{width}s} {msg}", flush=True)
-    total = len(args.models) * len(modes)
-    print(f"\n{total} exports: {total - len(failed)} passed, {len(failed)} failed")
-    if failed:
-        print("failed: " + ", ".join(failed))
-    sys.exit(1 if failed else 0)
+    finish(len(args.models) * len(modes), failed)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import tempfile
 
 import numpy as np
 
-from crosscheck_common import last_error, max_diff, ours_run, sanitized
+from crosscheck_common import finish, last_error, max_diff, ours_run, sanitized
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
@@ -253,10 +253,7 @@ def main():
             if not ok:
                 failed.append(name)
             print(f"{'PASS' if ok else 'FAIL':5s} {name:{width}s} {msg}", flush=True)
-    print(f"\n{total} exports: {total - len(failed)} passed, {len(failed)} failed")
-    if failed:
-        print("failed: " + ", ".join(failed))
-    sys.exit(1 if failed else 0)
+    finish(total, failed)
 
 
 if __name__ == "__main__":
