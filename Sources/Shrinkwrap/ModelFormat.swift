@@ -102,8 +102,8 @@ public enum Shrinkwrap {
     }
 
     /// Writes a graph in the format its extension names, atomically, and
-    /// returns what was written (size breakdown and storage notes when the
-    /// exporter gives them).
+    /// returns what was written (with its size breakdown when the exporter
+    /// gives one).
     @discardableResult
     public static func save(_ graph: Graph, to path: String, inputs: [String]) throws -> ExportedModel {
         try checkWritable(path, inputs: inputs)
