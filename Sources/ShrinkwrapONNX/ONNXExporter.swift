@@ -57,9 +57,8 @@ public enum ONNXExporter {
         for c in graph.constants { try weights.add(c, names: &names) }
 
         // A protobuf message cannot exceed 2 GiB; larger models need ONNX external data.
-        let payload = weights.initializers.reduce(0) { $0 + $1.rawData.count }
-        guard payload < Int(Int32.max) - (64 << 20) else {
-            throw ExportError.unsupported(format: "ONNX", what: "\(payload) bytes of weights: files over 2 GiB need external data, which the exporter does not write; compress the weights (e.g. --mode fp16) first")
+        guard weights.payloadBytes < Int(Int32.max) - (64 << 20) else {
+            throw ExportError.unsupported(format: "ONNX", what: "\(weights.payloadBytes) bytes of weights: files over 2 GiB need external data, which the exporter does not write; compress the weights (e.g. --mode fp16) first")
         }
         var opset = max(defaultOpset, weights.minimumOpset)
         for n in graph.nodes { opset = max(opset, ONNXOpsets.minimum(for: n)) }

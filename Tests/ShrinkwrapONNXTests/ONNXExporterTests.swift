@@ -115,6 +115,21 @@ final class ONNXExporterTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(layout.storedWeightBytes, layout.encodedWeightBytes - weights.count)
     }
 
+    func testBlocksDequantizeLinearCannotReadAreWrittenAsArithmetic() throws {
+        // A ConvTranspose weight [I, O, kh, kw] blocked along I with one scale per O: the scales
+        // vary along two axes with shared ones after them, which DequantizeLinear cannot read.
+        let w = try affine([10, 3, 2, 2], bits: 4, signed: false, block: [4, 1, 2, 2], integerZero: false, seed: 41)
+        let v = try affine([10, 3, 2, 2], bits: 3, signed: true, block: [4, 1, 2, 2], integerZero: true, seed: 42)
+        guard case .affine(let a) = w else { return XCTFail() }
+        XCTAssertNil(ONNXWeightWriter.dqLayout(a))
+        let g = graph([("convT", w), ("convT3", v)])
+        let (data, layout) = try ONNXExporter.exportWithLayout(g)
+        let back = try ONNXImporter.importModel(data: data, file: "arith.onnx")
+        try assertSameValues(g, back, tol: 1e-6)
+        XCTAssertTrue(back.nodes.contains { $0.opType == "Slice" }, "the padded last block is cut off")
+        XCTAssertEqual(layout.opset, 21)
+    }
+
     func testFloatGraphRoundTripsBitForBit() throws {
         var g = graph([("w", .dense(Tensor(floats(24, seed: 9) + [.leastNonzeroMagnitude, -0.0, .greatestFiniteMagnitude], shape: [27]))),
                        ("h", .dense(Tensor([1, 0.5, -2, 65504], shape: [4], dtype: .float16)))])
