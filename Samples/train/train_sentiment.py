@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Train the text sentiment sample: Embedding -> GlobalAveragePooling1D -> Dense -> softmax over 2.
+
+usage: train_sentiment.py OUT_DIR        (run with the TensorFlow venv, .venv-tf)
+
+The corpus is small and assembled here (CORPUS below, hand-written sentences,
+each labelled positive or negative). Words are split as TFLite Model Maker's
+text classifiers split them (lowercase, then at every run of characters that
+are neither word characters nor an apostrophe), and vocab.txt has Model
+Maker's "word id" form: <PAD> 0, <START> 1, <UNKNOWN> 2, then the words by
+frequency (ties alphabetical). The model's input is int32 [1, SEQ_LEN]:
+<START>, the word ids, <PAD>s. Training is seeded and single-threaded, so the
+files come out the same on every run of the same TensorFlow build.
+
+Writes OUT_DIR/sentiment.tflite (float32), sentiment.mlmodel (coremltools,
+NeuralNetwork), vocab.txt, labels.txt, sentences.txt (sample inputs).
+"""
+import os
+import re
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ["TF_DETERMINISTIC_OPS"] = "1"
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+SEQ_LEN = 16
+EMBED = 16
+EPOCHS = 60
+
+POSITIVE = """
+What a great day, I loved every minute of it
+This is really fun and I feel great
+The movie was wonderful and the actors were brilliant
+I am so happy with this phone, it works perfectly
+Today was amazing, we laughed all afternoon
+The food was delicious and the staff were friendly
+Best concert ever, the band was fantastic
+I really enjoy reading this book, it is beautiful
+Such a lovely surprise, thank you so much
+The weather is sunny and warm, a perfect day
+Great service, fast delivery, very pleased
+I feel wonderful after the walk in the park
+This game is so much fun, I can't stop playing
+Excellent quality, I would buy it again
+The kids had a great time at the zoo
+What a nice place, the view is stunning
+I love this song, it makes me smile
+Our holiday was relaxing and fun
+The new update is fantastic, everything is faster
+She did a brilliant job, I am proud of her
+The class was interesting and the teacher was great
+It was a pleasant evening with good friends
+Really good coffee and a cozy atmosphere
+The team played well and we won, awesome
+I am excited about the trip, it will be fun
+This app is helpful and easy to use
+A happy ending, I enjoyed the story
+The garden looks beautiful in spring
+Thanks for the kind words, it made my day
+I feel great today, everything went well
+Amazing performance, the crowd loved it
+The hotel was clean, comfortable and quiet
+I'm glad we came, this is a fun day
+Superb dinner, I would recommend it to anyone
+The puppy is adorable and so playful
+Good news at last, I am really happy
+The hike was fun and the views were great
+Lovely people, wonderful food, great music
+This is the best pizza in town
+I had a really nice day at the beach
+"""
+
+NEGATIVE = """
+What a terrible day, everything went wrong
+This is really boring and I feel awful
+The movie was dull and the actors were bad
+I am so disappointed with this phone, it keeps crashing
+Today was horrible, it rained all afternoon
+The food was cold and the staff were rude
+Worst concert ever, the sound was terrible
+I hate reading this book, it is so boring
+Such a nasty surprise, I am upset
+The weather is cold and grey, a miserable day
+Awful service, late delivery, very annoyed
+I feel sick and tired after the long wait
+This game is frustrating, I want a refund
+Poor quality, it broke after one day
+The kids were bored and cried all day
+What an ugly place, the room was dirty
+I can't stand this song, it is annoying
+Our holiday was stressful and expensive
+The new update is terrible, everything is slower
+He did a sloppy job, I am angry
+The class was boring and the teacher was late
+It was an unpleasant evening, nobody talked
+Really bad coffee and a noisy room
+The team played badly and we lost again
+I am worried about the trip, it will be a mess
+This app is useless and hard to use
+A sad ending, I did not enjoy the story
+The garden looks dead and dry
+Nobody answered my complaint, it ruined my day
+I feel terrible today, nothing went well
+Awful performance, the crowd left early
+The hotel was dirty, noisy and uncomfortable
+I regret coming, this is a wasted day
+Disgusting dinner, I would not recommend it
+The printer is broken and makes a horrible noise
+Bad news again, I am really sad
+The hike was painful and the path was muddy
+Rude people, bland food, loud music
+This is the worst pizza in town
+I had a really bad day at work
+"""
+
+SAMPLES = [
+    "Today is a really fun day! I feel great! :)",
+    "The service was slow and the food was cold.",
+    "I loved the concert, the band was brilliant.",
+    "This is the worst movie I have ever seen.",
+]
+
+
+def words(sentence):
+    """Model Maker's split: lowercase, split at runs of [^\\w'], empty pieces dropped."""
+    return [w for w in re.split(r"[^\w']+", sentence.lower().strip()) if w]
+
+
+def vocabulary(sentences):
+    counts = {}
+    for s in sentences:
+        for w in words(s):
+            counts[w] = counts.get(w, 0) + 1
+    ordered = sorted(counts, key=lambda w: (-counts[w], w))
+    vocab = {"<PAD>": 0, "<START>": 1, "<UNKNOWN>": 2}
+    for w in ordered:
+        vocab[w] = len(vocab)
+    return vocab
+
+
+def encode(sentence, vocab):
+    ids = [vocab["<START>"]] + [vocab.get(w, vocab["<UNKNOWN>"]) for w in words(sentence)]
+    ids = ids[:SEQ_LEN]
+    return ids + [vocab["<PAD>"]] * (SEQ_LEN - len(ids))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.strip().splitlines()[2])
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    tf.keras.utils.set_random_seed(7)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+
+    pos = [l.strip() for l in POSITIVE.strip().splitlines() if l.strip()]
+    neg = [l.strip() for l in NEGATIVE.strip().splitlines() if l.strip()]
+    sentences = pos + neg
+    labels = np.array([1] * len(pos) + [0] * len(neg), dtype=np.int32)
+    vocab = vocabulary(sentences)
+    x = np.array([encode(s, vocab) for s in sentences], dtype=np.int32)
+
+    inp = tf.keras.Input(shape=(SEQ_LEN,), dtype=tf.int32, batch_size=1, name="input_ids")
+    h = tf.keras.layers.Embedding(len(vocab), EMBED, name="embedding")(inp)
+    h = tf.keras.layers.GlobalAveragePooling1D(name="average")(h)
+    y = tf.keras.layers.Dense(2, activation="softmax", name="sentiment")(h)
+    model = tf.keras.Model(inp, y, name="sentiment")
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.02), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(x, labels, epochs=EPOCHS, batch_size=8, shuffle=True, verbose=0)
+    _, acc = model.evaluate(x, labels, batch_size=8, verbose=0)
+    print(f"sentiment: {len(sentences)} sentences, vocabulary {len(vocab)}, training accuracy {acc:.3f}")
+
+    for s in SAMPLES:
+        p = model.predict(np.array([encode(s, vocab)], dtype=np.int32), verbose=0)[0]
+        print(f"  {'positive' if p[1] > p[0] else 'negative'} {p[1]:.3f}  {s}")
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    with open(os.path.join(out, "sentiment.tflite"), "wb") as f:
+        f.write(converter.convert())
+    with open(os.path.join(out, "vocab.txt"), "w") as f:
+        f.writelines(f"{w} {i}\n" for w, i in vocab.items())
+    with open(os.path.join(out, "labels.txt"), "w") as f:
+        f.write("negative\npositive\n")
+    with open(os.path.join(out, "sentences.txt"), "w") as f:
+        f.writelines(s + "\n" for s in SAMPLES)
+    try:
+        import coremltools as ct
+        ml = ct.convert(model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(1, SEQ_LEN), name="input_ids")])
+        ml.short_description = "Sentiment of an English sentence (negative, positive); input: Model Maker word ids"
+        ml.save(os.path.join(out, "sentiment.mlmodel"))
+    except Exception as err:  # coremltools' Keras path is best effort across TF versions
+        print(f"SKIPPED sentiment.mlmodel: coremltools could not convert the model ({type(err).__name__}: {err})")
+
+
+if __name__ == "__main__":
+    main()
