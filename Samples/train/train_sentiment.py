@@ -12,8 +12,10 @@ frequency (ties alphabetical). The model's input is int32 [1, SEQ_LEN]:
 <START>, the word ids, <PAD>s. Training is seeded and single-threaded, so the
 files come out the same on every run of the same TensorFlow build.
 
-Writes OUT_DIR/sentiment.tflite (float32), sentiment.mlmodel (coremltools,
-NeuralNetwork), vocab.txt, labels.txt, sentences.txt (sample inputs).
+Writes OUT_DIR/sentiment.tflite (float32, with tflite-support metadata: labels,
+regex tokenizer, vocabulary), sentiment.onnx (tf2onnx, labels in metadata_props),
+sentiment.mlmodel (coremltools, NeuralNetwork classifier),
+vocab.txt, labels.txt, sentences.txt (sample inputs).
 """
 import os
 import re
@@ -23,6 +25,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["TF_DETERMINISTIC_OPS"] = "1"
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+# Not `tflite_support.metadata_writers`: that package's __init__ imports the Task
+# Library's protos, which need protobuf < 4 (TF 2.12 pins 4.25).
+from tensorflow_lite_support.metadata.python.metadata_writers import metadata_info, nl_classifier  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sample_common import fixed_zip_times, tflite_to_onnx  # noqa: E402
 
 SEQ_LEN = 16
 EMBED = 16
@@ -122,6 +130,7 @@ SAMPLES = [
 ]
 
 
+
 def words(sentence):
     """Model Maker's split: lowercase, split at runs of [^\\w'], empty pieces dropped."""
     return [w for w in re.split(r"[^\w']+", sentence.lower().strip()) if w]
@@ -175,18 +184,26 @@ def main():
         p = model.predict(np.array([encode(s, vocab)], dtype=np.int32), verbose=0)[0]
         print(f"  {'positive' if p[1] > p[0] else 'negative'} {p[1]:.3f}  {s}")
 
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    with open(os.path.join(out, "sentiment.tflite"), "wb") as f:
-        f.write(converter.convert())
     with open(os.path.join(out, "vocab.txt"), "w") as f:
         f.writelines(f"{w} {i}\n" for w, i in vocab.items())
     with open(os.path.join(out, "labels.txt"), "w") as f:
         f.write("negative\npositive\n")
+    # The .tflite carries labels and tokenizer (Model Maker's regex and vocabulary) as
+    # tflite-support metadata, as Model Maker's text classifiers do.
+    plain = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    writer = nl_classifier.MetadataWriter.create_for_inference(
+        bytearray(plain), metadata_info.RegexTokenizerMd(r"[^\w\']+", os.path.join(out, "vocab.txt")),
+        [os.path.join(out, "labels.txt")])
+    with open(os.path.join(out, "sentiment.tflite"), "wb") as f:
+        f.write(fixed_zip_times(writer.populate()))
+    tflite_to_onnx(os.path.join(out, "sentiment.tflite"), os.path.join(out, "sentiment.onnx"), ["negative", "positive"],
+                   "Sentiment of an English sentence; input: Model Maker word ids (vocab.txt)")
     with open(os.path.join(out, "sentences.txt"), "w") as f:
         f.writelines(s + "\n" for s in SAMPLES)
     try:
         import coremltools as ct
-        ml = ct.convert(model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(1, SEQ_LEN), name="input_ids")])
+        ml = ct.convert(model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(1, SEQ_LEN), name="input_ids")],
+                        classifier_config=ct.ClassifierConfig(["negative", "positive"]))
         ml.short_description = "Sentiment of an English sentence (negative, positive); input: Model Maker word ids"
         ml.save(os.path.join(out, "sentiment.mlmodel"))
     except Exception as err:  # coremltools' Keras path is best effort across TF versions
