@@ -16,7 +16,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := .build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
+.PHONY: demo-release help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -184,6 +184,15 @@ crosscheck-compression: deps venv testdata build ## k-means SSE vs coremltools o
 
 # --- demo and bench ---------------------------------------------------------
 DEMO_MODEL := $(TESTDATA)/models/light_squeezenet.onnx
+
+# The release pipeline of Samples/release/Makefile, run on the digits and sentiment samples
+# (a staging folder of models + data, copied with their dates so that reruns are incremental).
+demo-release: build ## the sample release pipeline: compress, gate on agreement, collect reports (make -j safe)
+	mkdir -p out/release-demo/models out/release-demo/data/digits out/release-demo/data/sentiment
+	cp -p Samples/digits/digits.tflite Samples/sentiment/sentiment.tflite out/release-demo/models/
+	cp -p Samples/digits/images/*.png out/release-demo/data/digits/
+	cp -p Samples/sentiment/sentences.txt out/release-demo/data/sentiment/
+	$(MAKE) --no-print-directory -C out/release-demo -f $(CURDIR)/Samples/release/Makefile SHRINKWRAP=$(abspath $(BIN)) MIN_AGREEMENT=90
 
 demo: deps venv testdata build ## inspect and run a sample model, then sweep its compression (reports in out/demo)
 	$(BIN) inspect $(DEMO_MODEL)
