@@ -16,7 +16,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := .build/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: demo-release help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
+.PHONY: demo-release samples install help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
@@ -184,6 +184,16 @@ crosscheck-compression: deps venv testdata build ## k-means SSE vs coremltools o
 
 # --- demo and bench ---------------------------------------------------------
 DEMO_MODEL := $(TESTDATA)/models/light_squeezenet.onnx
+
+samples: venv-tf ## retrain the sample models into Samples/ (TensorFlow venv; tf2onnx, coremltools, tflite-support)
+	$(VENV_TF)/bin/python Samples/train/train_linear.py Samples/linear
+	$(VENV_TF)/bin/python Samples/train/train_digits.py Samples/digits
+	$(VENV_TF)/bin/python Samples/train/train_sentiment.py Samples/sentiment
+
+PREFIX ?= /usr/local
+install: build ## install the shrinkwrap binary into $(PREFIX)/bin (make install PREFIX=~/.local)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/shrinkwrap
 
 # The release pipeline of Samples/release/Makefile, run on the digits and sentiment samples
 # (a staging folder of models + data, copied with their dates so that reruns are incremental).
