@@ -1,5 +1,6 @@
 """Shared by the sample trainers: the .onnx of a sample (tf2onnx from its float32
-.tflite), and repeatable bytes for files tflite-support's metadata writer makes.
+.tflite), and repeatable bytes for the files tflite-support's metadata writer and
+coremltools make.
 
 tf2onnx 1.16.1 declares protobuf~=3.20 while TensorFlow 2.12 pins 4.25, so the
 Makefile installs it (and onnx) with --no-deps (Scripts/requirements-tf-nodeps.txt);
@@ -19,8 +20,31 @@ def tflite_to_onnx(tflite_path, onnx_path, labels=None, doc=""):
         entry.key, entry.value = "labels", "\n".join(labels)
     if doc:
         model.doc_string = doc
+    canonical_constants(model.graph)
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, onnx_path)
+
+
+def canonical_constants(graph):
+    """tf2onnx numbers the initializers its constant folding makes (const_fold_opt__N) and
+    orders the initializers differently from run to run; renumber them and sort the
+    initializers by their first use, so that the same model gives the same bytes."""
+    first_use = {}
+    for k, node in enumerate(graph.node):
+        for name in node.input:
+            first_use.setdefault(name, k)
+    ordered = sorted(graph.initializer, key=lambda t: (first_use.get(t.name, len(graph.node)), t.name))
+    rename = {t.name: f"const_fold_opt__{k}" for k, t in enumerate(ordered) if t.name.startswith("const_fold_opt__")}
+    copies = [onnx.TensorProto() for _ in ordered]
+    for copy, t in zip(copies, ordered):
+        copy.CopyFrom(t)
+        copy.name = rename.get(t.name, t.name)
+    del graph.initializer[:]
+    graph.initializer.extend(copies)
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name in rename:
+                node.input[k] = rename[name]
 
 
 def fixed_zip_times(model):
@@ -40,3 +64,10 @@ def fixed_zip_times(model):
         buf[i + 12:i + 16] = stamp
         i = buf.find(b"PK\x01\x02", i + 4)
     return bytes(buf)
+
+
+def save_mlmodel(ml, path):
+    """Saves a coremltools model without the conversion date coremltools stamps into its
+    metadata, so that a retrain on another day gives the same bytes."""
+    ml.user_defined_metadata.pop("com.github.apple.coremltools.conversion_date", None)
+    ml.save(path)

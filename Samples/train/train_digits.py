@@ -14,9 +14,10 @@ Writes OUT_DIR/digits.tflite (float32, tflite-support image-classifier
 metadata: labels, normalization mean 0 / std 255), digits.onnx (tf2onnx,
 labels in metadata_props; feed pixels / 255), digits.mlmodel
 (coremltools, NeuralNetwork, grayscale image input scaled by 1/255),
-labels.txt, images/digit_<label>_<k>.png (sample test images, 32x32 grey, no
-Pillow needed), and an AutoML Vision Edge style bundle automl/ (manifest.json,
-dict.txt, model.tflite without metadata).
+labels.txt, images/digit_<label>_<k>.png (ten sample test images, 32x32 grey,
+no Pillow needed), test/<index>_<label>.png (all 300 held-out test images: the
+data `make demo` sweeps over), and an AutoML Vision Edge style bundle automl/
+(manifest.json, dict.txt, model.tflite without metadata).
 """
 import json
 import os
@@ -33,7 +34,7 @@ from sklearn.datasets import load_digits  # noqa: E402
 from tensorflow_lite_support.metadata.python.metadata_writers import image_classifier  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sample_common import fixed_zip_times, tflite_to_onnx  # noqa: E402
+from sample_common import fixed_zip_times, save_mlmodel, tflite_to_onnx  # noqa: E402
 
 SIZE = 32
 LABELS = [str(d) for d in range(10)]
@@ -67,6 +68,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(os.path.join(out, "images"), exist_ok=True)
     os.makedirs(os.path.join(out, "automl"), exist_ok=True)
+    os.makedirs(os.path.join(out, "test"), exist_ok=True)
     tf.keras.utils.set_random_seed(3)
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -110,6 +112,9 @@ def main():
         for k, i in enumerate(np.flatnonzero(yte == digit)[:2]):
             with open(os.path.join(out, "images", f"digit_{digit}_{k}.png"), "wb") as f:
                 f.write(png_gray(pixels[-300:][i]))
+    for i, (image, label) in enumerate(zip(pixels[-300:], yte)):
+        with open(os.path.join(out, "test", f"{i:03d}_{label}.png"), "wb") as f:
+            f.write(png_gray(image))
     try:
         import coremltools as ct
         ml = ct.convert(model, convert_to="neuralnetwork",
@@ -117,7 +122,7 @@ def main():
                                              color_layout=ct.colorlayout.GRAYSCALE)],
                         classifier_config=ct.ClassifierConfig(LABELS))
         ml.short_description = "Handwritten digit (scikit-learn digits, 32x32 grey)"
-        ml.save(os.path.join(out, "digits.mlmodel"))
+        save_mlmodel(ml, os.path.join(out, "digits.mlmodel"))
     except Exception as err:  # coremltools' Keras path is best effort across TF versions
         print(f"SKIPPED digits.mlmodel: coremltools could not convert the model ({type(err).__name__}: {err})")
 

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sample_common import tflite_to_onnx  # noqa: E402
+from sample_common import save_mlmodel, tflite_to_onnx  # noqa: E402
 
 
 def main():
@@ -52,7 +52,7 @@ def main():
         import coremltools as ct
         ml = ct.convert(model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(ct.RangeDim(1, 1024, 1), 1), name="x")])
         ml.short_description = "y = 2x - 1"
-        ml.save(os.path.join(out, "linear.mlmodel"))
+        save_mlmodel(ml, os.path.join(out, "linear.mlmodel"))
     except Exception as err:  # coremltools' Keras path is best effort across TF versions
         print(f"SKIPPED linear.mlmodel: coremltools could not convert the model ({type(err).__name__}: {err})")
 

@@ -30,7 +30,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow_lite_support.metadata.python.metadata_writers import metadata_info, nl_classifier  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sample_common import fixed_zip_times, tflite_to_onnx  # noqa: E402
+from sample_common import fixed_zip_times, save_mlmodel, tflite_to_onnx  # noqa: E402
 
 SEQ_LEN = 16
 EMBED = 16
@@ -205,7 +205,7 @@ def main():
         ml = ct.convert(model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(1, SEQ_LEN), name="input_ids")],
                         classifier_config=ct.ClassifierConfig(["negative", "positive"]))
         ml.short_description = "Sentiment of an English sentence (negative, positive); input: Model Maker word ids"
-        ml.save(os.path.join(out, "sentiment.mlmodel"))
+        save_mlmodel(ml, os.path.join(out, "sentiment.mlmodel"))
     except Exception as err:  # coremltools' Keras path is best effort across TF versions
         print(f"SKIPPED sentiment.mlmodel: coremltools could not convert the model ({type(err).__name__}: {err})")
 
