@@ -9,6 +9,8 @@ import ShrinkwrapRuntime
 public struct ModelFormat: Sendable {
     /// Short name, e.g. "onnx".
     public let name: String
+    /// The format's full name, e.g. "Core ML NeuralNetwork".
+    public let title: String
     /// File extensions, lowercase, without the dot.
     public let extensions: [String]
     /// Imports a file of this format.
@@ -17,6 +19,10 @@ public struct ModelFormat: Sendable {
     public let supportedOps: [String]
     /// Serializes a graph to this format (nil for a format without an exporter).
     public let exporter: (@Sendable (Graph) throws -> ExportedModel)?
+    /// IR ops the exporter can write.
+    public let exportedOps: [String]
+    /// How the exporter stores compressed weights, in one line.
+    public let weightStorage: String
 }
 
 /// A serialized model, with what its bytes are made of when the exporter says.
@@ -32,18 +38,22 @@ public struct ExportedModel: Sendable {
 /// The format registry: one line per format.
 public enum ModelFormats {
     public static let all: [ModelFormat] = [
-        ModelFormat(name: "onnx", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
+        ModelFormat(name: "onnx", title: "ONNX", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
                     supportedOps: ONNXImporter.supportedOps,
                     exporter: { g in
                         let (data, layout) = try ONNXExporter.exportWithLayout(ModelFormats.typingOutputs(g))
                         return ExportedModel(data: data, sizeSummary: layout.summary)
-                    }),
-        ModelFormat(name: "coreml", extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
+                    },
+                    exportedOps: ONNXExporter.supportedOps.filter { KernelRegistry.kernels[$0] != nil },  // IR ops (import-only forms like Upsample are not)
+                    weightStorage: ONNXExporter.weightStorage),
+        ModelFormat(name: "coreml", title: CoreMLExporter.format, extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
                     supportedOps: CoreMLImporter.supportedLayers,
-                    exporter: { ExportedModel(data: try CoreMLExporter.export(try ExportPreparation.prepare($0).graph)) }),
-        ModelFormat(name: "tflite", extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
+                    exporter: { ExportedModel(data: try CoreMLExporter.export(try ExportPreparation.prepare($0).graph)) },
+                    exportedOps: CoreMLExporter.supportedOps, weightStorage: CoreMLExporter.weightStorage),
+        ModelFormat(name: "tflite", title: TFLiteExporter.format, extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
                     supportedOps: TFLiteImporter.supportedOps,
-                    exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0).graph)) }),
+                    exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0).graph)) },
+                    exportedOps: TFLiteExporter.supportedOps, weightStorage: TFLiteExporter.weightStorage),
     ]
 
     /// ONNX needs a type and a rank for every graph output; an imported graph

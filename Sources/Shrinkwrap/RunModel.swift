@@ -86,12 +86,30 @@ public enum ModelRunner {
     public struct RunError: UserFacingError { public let description: String }
 
     /// The top-k entries of a classifier-like output, or nil when the output
-    /// does not look like class scores (float, exactly one axis longer than 1,
-    /// e.g. [1, 1000] or [1, 1000, 1, 1]).
+    /// does not look like class scores: float, exactly one axis longer than 1,
+    /// and not the leading (batch) axis of a tensor of rank ≥ 2 — [1000],
+    /// [1, 1000] and [1, 1000, 1, 1] are scores; [5, 1] is five samples of a
+    /// regression.
     public static func topK(_ t: Tensor, k: Int = 5) -> [(index: Int, score: Float)]? {
-        guard let f = t.floats, f.count >= 2, t.shape.filter({ $0 > 1 }).count == 1 else { return nil }
+        guard let f = t.floats, f.count >= 2,
+              let axis = t.shape.firstIndex(where: { $0 > 1 }),
+              t.shape.filter({ $0 > 1 }).count == 1, axis > 0 || t.shape.count == 1 else { return nil }
         let order = f.indices.sorted { f[$0] != f[$1] ? f[$0] > f[$1] : $0 < $1 }
         return order.prefix(k).map { ($0, f[$0]) }
+    }
+
+    /// The first `limit` values of an output, flattened, for printing
+    /// ("-2.99921 -0.99921 0.00079", then "… (N values)" when there are more).
+    public static func valuePreview(_ t: Tensor, limit: Int = 8) -> String {
+        let shown: [String]
+        if let f = t.floats {
+            shown = f.prefix(limit).map { String(format: "%g", $0) }
+        } else if let i = t.ints {
+            shown = i.prefix(limit).map { String($0) }
+        } else {
+            return "(\(t.dtype) values not shown)"
+        }
+        return shown.joined(separator: " ") + (t.count > limit ? " … (\(t.count) values)" : "")
     }
 
     /// A file name for an output value: characters other than letters,

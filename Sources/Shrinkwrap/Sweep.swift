@@ -89,12 +89,13 @@ public enum Sweep {
             var file: String? = nil
             if let dir = o.outDir, let f = outFormat, let export = f.exporter {
                 let base = url.deletingPathExtension().lastPathComponent
-                let out = URL(fileURLWithPath: dir).appendingPathComponent("\(base).\(variantTag(v)).\(f.extensions[0])")
+                let name = "\(base).\(variantTag(v)).\(f.extensions[0])"
+                let out = URL(fileURLWithPath: dir).appendingPathComponent(name)
                 do {
                     let model = try export(g)
                     try AtomicFile.write(model.data, to: out, protecting: [url])
                     fileBytes = model.data.count
-                    file = out.path
+                    file = (dir as NSString).appendingPathComponent(name)  // as given: reports do not depend on the working folder
                 } catch let e as ExportError {
                     // A variant the format cannot hold (e.g. a LUT in TFLite): measured, not written.
                     progress?("variant \(variantTag(v)): not written as .\(f.extensions[0]): \(e.description)")

@@ -17,7 +17,7 @@ struct ShrinkwrapCommand: ParsableCommand {
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
         version: Shrinkwrap.version,
-        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, Compare.self, Prepare.self]
+        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, Compare.self, Prepare.self, Support.self]
     )
 
     /// Runs the command; a `UserFacingError` becomes one line on stderr and
@@ -66,7 +66,7 @@ struct Inspect: ParsableCommand {
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a model on .npy, image or text inputs; write every output as .npy and show the top-5 of class scores.")
+        abstract: "Run a model on .npy, image or text inputs; write every output as .npy and show the top-5 of class scores (other outputs: their first values).")
 
     @Argument(help: "The model file (.onnx).")
     var model: String
@@ -115,8 +115,19 @@ struct Run: ParsableCommand {
                     let label = e.index < labels.count ? "  \(labels[e.index])" : ""
                     print(String(format: "  %d. class %d  %.6f", rank + 1, e.index, e.score) + label)
                 }
+            } else {
+                print("  " + ModelRunner.valuePreview(t))
             }
         }
+    }
+}
+
+struct Support: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the supported formats, compression modes and ops (Markdown, from the registries).")
+
+    func run() throws {
+        print(SupportTables.markdown, terminator: "")
     }
 }
 

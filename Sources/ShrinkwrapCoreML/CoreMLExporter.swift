@@ -25,6 +25,9 @@ public enum CoreMLExporter {
     /// IR ops the exporter can write (some only for certain attributes or shapes).
     public static var supportedOps: [String] { CoreMLLayerWriters.table.keys.sorted() }
 
+    /// How compressed weights are stored in a written file (for the README's tables).
+    public static let weightStorage = "every mode and width: float16, linear-quantized (1–8 bits) and lookup-table weights are Core ML's own WeightParams forms"
+
     /// Serialized `.mlmodel` bytes.
     public static func export(_ graph: Graph) throws -> Data {
         let model = try exportSpec(graph)

@@ -81,6 +81,7 @@ struct ModelReader {
             meta.properties.append((k, v))
         }
         var graph = Graph(name: "", metadata: meta)
+        var flexible: [String: [Int]] = [:]
         // Inputs.
         for (k, f) in d.input.enumerated() {
             let place = "description.input[\(k)] '\(f.name)'"
@@ -92,6 +93,7 @@ struct ModelReader {
                 }
                 let dtype: DType = a.dataType == .int32 ? .int32 : .float32
                 graph.inputs.append(ValueInfo(name: f.name, dtype: dtype, shape: dims.map { .fixed($0) }, docString: f.shortDescription))
+                if let free = Self.flexibleAxes(a), !free.isEmpty { flexible[f.name] = free }
             case .imageType(let i)?:
                 let color: ColorLayout
                 switch i.colorSpace {
@@ -118,6 +120,15 @@ struct ModelReader {
         }
         builder.begin(graph: graph)
         try readNetwork(model, place: "model")
+        // Flexible sizes (a RangeDim / EnumeratedShapes batch from coremltools) become symbolic
+        // dimensions; with the old rank-5 mapping the layers see fixed blobs, so the default shape stays.
+        if !builder.rank5 {
+            for (k, i) in builder.graph.inputs.enumerated() {
+                guard let free = flexible[i.name], var dims = i.shape else { continue }
+                for axis in free where axis < dims.count { dims[axis] = .symbolic(axis == 0 ? "batch" : "\(i.name)_d\(axis)") }
+                builder.graph.inputs[k].shape = dims
+            }
+        }
         graph = builder.graph
         graph.metadata = builder.graph.metadata
 
@@ -168,6 +179,26 @@ struct ModelReader {
         graph = builder.graph
         if graph.outputs.isEmpty { throw ImportError.malformed(loc("description.output"), reason: "the model has no tensor output") }
         return graph
+    }
+
+    /// The axes of a multi-array input whose size may vary: a size range
+    /// that is not one value, or enumerated shapes that differ there. Nil
+    /// when the flexibility does not match the default shape's rank.
+    static func flexibleAxes(_ a: CoreML_Specification_ArrayFeatureType) -> [Int]? {
+        switch a.shapeFlexibility {
+        case .shapeRange(let r)?:
+            guard r.sizeRanges.count == a.shape.count else { return nil }
+            return r.sizeRanges.indices.filter { k in
+                let range = r.sizeRanges[k]
+                return range.upperBound < 0 || UInt64(range.upperBound) != range.lowerBound
+            }
+        case .enumeratedShapes(let e)?:
+            let shapes = e.shapes.map(\.shape) + [a.shape]
+            guard shapes.allSatisfy({ $0.count == a.shape.count }) else { return nil }
+            return a.shape.indices.filter { k in shapes.contains { $0[k] != a.shape[k] } }
+        case nil:
+            return nil
+        }
     }
 
     /// The network (or the networks of a pipeline, in order).

@@ -16,6 +16,12 @@ public enum ONNXExporter {
     /// The opset written when nothing in the graph needs a newer one.
     public static let defaultOpset = 17
 
+    /// IR ops the exporter can write: ONNX's own, and the IR ops it expands.
+    public static var supportedOps: [String] { Set(ONNXOps.translators.keys).union(ONNXOps.expanded.keys).sorted() }
+
+    /// How compressed weights are stored in a written file (for the README's tables).
+    public static let weightStorage = "every mode and width: fp16 → float16 + Cast; linear → DequantizeLinear (int4 / per block at opset 21); palettes → indices + Gather; 1–3, 5–7-bit codes bit-packed"
+
     /// What the written file is made of, for the size report.
     public struct Layout: Sendable, Equatable {
         public var opset: Int

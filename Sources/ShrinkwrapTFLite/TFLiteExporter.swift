@@ -30,6 +30,9 @@ public enum TFLiteExporter {
         Set(TFLiteExportOps.table.keys.map { $0.hasPrefix("NHWC.") ? String($0.dropFirst(5)) : $0 }).sorted()
     }
 
+    /// How compressed weights are stored in a written file (for the README's tables).
+    public static let weightStorage = "fp16 (FLOAT16 + DEQUANTIZE) and 8-bit linear (INT8 per tensor / channel); LUT modes and fewer bits are refused"
+
     /// Serialized `.tflite` bytes.
     public static func export(_ graph: Graph) throws -> Data {
         Data(try exportBytes(graph))

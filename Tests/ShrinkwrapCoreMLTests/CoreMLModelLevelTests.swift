@@ -46,6 +46,39 @@ final class CoreMLModelLevelTests: XCTestCase {
         return g
     }
 
+    /// coremltools' RangeDim batch (Samples/linear/linear.mlmodel: x [1…1024, 1]) is a free batch axis.
+    func testFlexibleBatchOfACoremltoolsModelIsFree() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let g = try CoreMLImporter.importModel(at: root.appendingPathComponent("Samples/linear/linear.mlmodel"))
+        XCTAssertEqual(g.inputs.first?.shape, [.symbolic("batch"), .fixed(1)])
+        let x = Tensor([-1, 0, 0.5, 1, 10], shape: [5, 1])
+        let y = try XCTUnwrap(try Interpreter(graph: g).run(["x": x])[g.outputs[0].name])
+        XCTAssertEqual(y.shape, [5, 1])
+        for (got, want) in zip(y.floats ?? [], [-3, -1, 0, 1, 19] as [Float]) { XCTAssertEqual(got, want, accuracy: 0.01) }
+    }
+
+    func testFlexibleAxesFromRangesAndEnumeratedShapes() {
+        var a = CoreML_Specification_ArrayFeatureType()
+        a.shape = [1, 3, 8]
+        XCTAssertNil(ModelReader.flexibleAxes(a))
+        var range = CoreML_Specification_ArrayFeatureType.ShapeRange()
+        range.sizeRanges = [(1, -1), (3, 3), (8, 16)].map { (lo: UInt64, hi: Int64) in
+            var r = CoreML_Specification_SizeRange(); r.lowerBound = lo; r.upperBound = hi; return r
+        }
+        a.shapeRange = range
+        XCTAssertEqual(ModelReader.flexibleAxes(a), [0, 2])
+        range.sizeRanges.removeLast()
+        a.shapeRange = range
+        XCTAssertNil(ModelReader.flexibleAxes(a), "ranges of another rank than the default shape are ignored")
+        var shapes = CoreML_Specification_ArrayFeatureType.EnumeratedShapes()
+        shapes.shapes = [[1, 3, 8], [4, 3, 8]].map { (dims: [Int64]) in
+            var s = CoreML_Specification_ArrayFeatureType.Shape(); s.shape = dims; return s
+        }
+        a.enumeratedShapes = shapes
+        XCTAssertEqual(ModelReader.flexibleAxes(a), [0])
+    }
+
     func testUpdatableModelRoundTripsAndStaysFloat32() throws {
         let g = updatableMLP()
         let spec = try CoreMLExporter.exportSpec(try ExportPreparation.prepare(g).graph)

@@ -11,6 +11,9 @@ final class ModelRunnerTests: XCTestCase {
         }
         XCTAssertNil(ModelRunner.topK(Tensor([1, 2, 3, 4, 5, 6], shape: [2, 3])))  // a batch: not one score row
         XCTAssertNil(ModelRunner.topK(Tensor([1], shape: [1, 1])))
+        XCTAssertNil(ModelRunner.topK(Tensor([1, 3, 5], shape: [3, 1])))  // three samples of one value each
+        XCTAssertEqual(ModelRunner.valuePreview(Tensor([-3, 0.5, 19], shape: [3, 1])), "-3 0.5 19")
+        XCTAssertEqual(ModelRunner.valuePreview(Tensor(ints: [1, 2, 3], shape: [3]), limit: 2), "1 2 … (3 values)")
         XCTAssertNil(ModelRunner.topK(Tensor(ints: [1, 2], shape: [2])))
         // Ties keep the lower index first.
         XCTAssertEqual(ModelRunner.topK(Tensor([5, 5, 1], shape: [3]), k: 3)?.map(\.index), [0, 1, 2])

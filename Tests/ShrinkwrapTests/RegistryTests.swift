@@ -1,4 +1,5 @@
 import Shrinkwrap
+import ShrinkwrapCompression
 import ShrinkwrapONNX
 import ShrinkwrapRuntime
 import XCTest
@@ -27,6 +28,26 @@ final class RegistryTests: XCTestCase {
             }
             XCTAssertEqual(missing, [], "\(format.name) importer accepts ops the interpreter cannot run")
         }
+    }
+
+    /// README.md's tables of formats, modes and ops are `shrinkwrap support`'s output.
+    func testReadmeTablesMatchTheRegistries() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        guard let begin = text.range(of: SupportTables.beginMarker + "\n"),
+              let end = text.range(of: SupportTables.endMarker, range: begin.upperBound..<text.endIndex) else {
+            return XCTFail("README.md has no generated tables between \(SupportTables.beginMarker) and \(SupportTables.endMarker)")
+        }
+        XCTAssertEqual(String(text[begin.upperBound..<end.lowerBound]), SupportTables.markdown,
+                       "README.md's generated tables are stale: run `make readme`")
+    }
+
+    func testSupportTablesListEveryFormatAndMode() {
+        let tables = SupportTables.markdown
+        for f in ModelFormats.all { XCTAssertTrue(tables.contains("| \(f.title) |"), f.name) }
+        for mode in WeightCodecs.modes { XCTAssertTrue(tables.contains("| `\(mode)` |"), mode) }
+        XCTAssertTrue(tables.contains("LSTM"))
     }
 
     func testFormatsHaveDistinctExtensions() {
