@@ -19,7 +19,7 @@ TESTDATA     := .testdata
 .PHONY: FORCE readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
 
 help: ## list the targets
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
 
 # --- machine setup (idempotent) -------------------------------------------
 APT_PACKAGES := libopenblas-dev protobuf-compiler libpng-dev libjpeg-dev flatbuffers-compiler
@@ -32,7 +32,7 @@ deps: ## install the Debian packages the build and tests use (idempotent)
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-venv: $(VENV)/.stamp ## the Python venv with the peer tools (onnx, onnxruntime)
+venv: $(VENV)/.stamp ## the Python venv with the peer tools (onnx, onnxruntime, coremltools, scikit-learn, Pillow)
 $(VENV)/.stamp: Scripts/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r Scripts/requirements.txt
@@ -165,7 +165,7 @@ $(TFLITE_META_STAMP): Scripts/make_tflite_metadata_fixtures.py Scripts/make_tfli
 # Tests run in release mode: the suites execute real CNNs.
 SWIFT_TEST := $(SWIFT) test -c release -Xswiftc -enable-testing
 
-test: deps venv testdata schemas-check build ## build, run every test suite and the onnxruntime cross-check
+test: deps venv testdata schemas-check build ## build, run every test suite and the cross-checks against onnxruntime, TFLite and coremltools
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck

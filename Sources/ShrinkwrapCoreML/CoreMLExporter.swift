@@ -26,7 +26,7 @@ public enum CoreMLExporter {
     public static var supportedOps: [String] { CoreMLLayerWriters.table.keys.sorted() }
 
     /// How compressed weights are stored in a written file (for the README's tables).
-    public static let weightStorage = "every mode and width: float16, linear-quantized (1–8 bits) and lookup-table weights are Core ML's own WeightParams forms"
+    public static let weightStorage = "every mode and width, in Core ML's own WeightParams: float16, linear (a scale per tensor or output channel) and lookup tables (one per weight); per-block scales and grouped palettes are refused"
 
     /// Serialized `.mlmodel` bytes.
     public static func export(_ graph: Graph) throws -> Data {
