@@ -6,6 +6,9 @@ tf2onnx 1.16.1 declares protobuf~=3.20 while TensorFlow 2.12 pins 4.25, so the
 Makefile installs it (and onnx) with --no-deps (Scripts/requirements-tf-nodeps.txt);
 its tflite front end works with protobuf 4.
 """
+import os
+import sys
+
 import onnx
 import tf2onnx
 
@@ -64,6 +67,35 @@ def fixed_zip_times(model):
         buf[i + 12:i + 16] = stamp
         i = buf.find(b"PK\x01\x02", i + 4)
     return bytes(buf)
+
+
+def start(doc, seed, *subdirs):
+    """The output folder from the command line (usage from the script's docstring
+    otherwise), created with its subfolders; TensorFlow seeded and single-threaded."""
+    import tensorflow as tf
+    if len(sys.argv) != 2:
+        sys.exit(doc.strip().splitlines()[2])
+    out = sys.argv[1]
+    for sub in ("",) + subdirs:
+        os.makedirs(os.path.join(out, sub), exist_ok=True)
+    tf.keras.utils.set_random_seed(seed)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    return out
+
+
+def write_mlmodel(path, description, convert):
+    """convert(coremltools) -> MLModel, saved to path with its description. coremltools'
+    Keras path is best effort across TF versions: a failure is reported, loudly, and
+    the file skipped."""
+    try:
+        import coremltools as ct
+        ml = convert(ct)
+    except Exception as err:
+        print(f"SKIPPED {os.path.basename(path)}: coremltools could not convert the model ({type(err).__name__}: {err})")
+        return
+    ml.short_description = description
+    save_mlmodel(ml, path)
 
 
 def save_mlmodel(ml, path):

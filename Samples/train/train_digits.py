@@ -34,7 +34,7 @@ from sklearn.datasets import load_digits  # noqa: E402
 from tensorflow_lite_support.metadata.python.metadata_writers import image_classifier  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sample_common import fixed_zip_times, save_mlmodel, tflite_to_onnx  # noqa: E402
+from sample_common import fixed_zip_times, start, tflite_to_onnx, write_mlmodel  # noqa: E402
 
 SIZE = 32
 LABELS = [str(d) for d in range(10)]
@@ -63,15 +63,7 @@ def images():
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
-    out = sys.argv[1]
-    os.makedirs(os.path.join(out, "images"), exist_ok=True)
-    os.makedirs(os.path.join(out, "automl"), exist_ok=True)
-    os.makedirs(os.path.join(out, "test"), exist_ok=True)
-    tf.keras.utils.set_random_seed(3)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    out = start(__doc__, 3, "images", "automl", "test")
 
     pixels, labels = images()
     x = pixels.astype(np.float32)[..., None] / 255.0
@@ -115,16 +107,10 @@ def main():
     for i, (image, label) in enumerate(zip(pixels[-300:], yte)):
         with open(os.path.join(out, "test", f"{i:03d}_{label}.png"), "wb") as f:
             f.write(png_gray(image))
-    try:
-        import coremltools as ct
-        ml = ct.convert(model, convert_to="neuralnetwork",
-                        inputs=[ct.ImageType(name="image", shape=(1, SIZE, SIZE, 1), scale=1 / 255.0,
-                                             color_layout=ct.colorlayout.GRAYSCALE)],
-                        classifier_config=ct.ClassifierConfig(LABELS))
-        ml.short_description = "Handwritten digit (scikit-learn digits, 32x32 grey)"
-        save_mlmodel(ml, os.path.join(out, "digits.mlmodel"))
-    except Exception as err:  # coremltools' Keras path is best effort across TF versions
-        print(f"SKIPPED digits.mlmodel: coremltools could not convert the model ({type(err).__name__}: {err})")
+    write_mlmodel(os.path.join(out, "digits.mlmodel"), "Handwritten digit (scikit-learn digits, 32x32 grey)", lambda ct: ct.convert(
+        model, convert_to="neuralnetwork",
+        inputs=[ct.ImageType(name="image", shape=(1, SIZE, SIZE, 1), scale=1 / 255.0, color_layout=ct.colorlayout.GRAYSCALE)],
+        classifier_config=ct.ClassifierConfig(LABELS)))
 
 
 if __name__ == "__main__":

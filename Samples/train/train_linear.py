@@ -17,17 +17,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sample_common import save_mlmodel, tflite_to_onnx  # noqa: E402
+from sample_common import start, tflite_to_onnx, write_mlmodel  # noqa: E402
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
-    tf.keras.utils.set_random_seed(1)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    out = start(__doc__, 1)
 
     x = np.arange(-4, 4.01, 0.5, dtype=np.float32).reshape(-1, 1)
     y = 2 * x - 1
@@ -48,13 +42,8 @@ def main():
         f.write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
     tflite_to_onnx(os.path.join(out, "linear.tflite"), os.path.join(out, "linear.onnx"), doc="y = 2x - 1")
     np.save(os.path.join(out, "inputs.npy"), np.array([[-1], [0], [0.5], [1], [10]], dtype=np.float32))
-    try:
-        import coremltools as ct
-        ml = ct.convert(model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(ct.RangeDim(1, 1024, 1), 1), name="x")])
-        ml.short_description = "y = 2x - 1"
-        save_mlmodel(ml, os.path.join(out, "linear.mlmodel"))
-    except Exception as err:  # coremltools' Keras path is best effort across TF versions
-        print(f"SKIPPED linear.mlmodel: coremltools could not convert the model ({type(err).__name__}: {err})")
+    write_mlmodel(os.path.join(out, "linear.mlmodel"), "y = 2x - 1", lambda ct: ct.convert(
+        model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(ct.RangeDim(1, 1024, 1), 1), name="x")]))
 
 
 if __name__ == "__main__":

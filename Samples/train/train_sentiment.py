@@ -30,7 +30,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow_lite_support.metadata.python.metadata_writers import metadata_info, nl_classifier  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sample_common import fixed_zip_times, save_mlmodel, tflite_to_onnx  # noqa: E402
+from sample_common import fixed_zip_times, start, tflite_to_onnx, write_mlmodel  # noqa: E402
 
 SEQ_LEN = 16
 EMBED = 16
@@ -155,13 +155,7 @@ def encode(sentence, vocab):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
-    tf.keras.utils.set_random_seed(7)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    out = start(__doc__, 7)
 
     pos = [l.strip() for l in POSITIVE.strip().splitlines() if l.strip()]
     neg = [l.strip() for l in NEGATIVE.strip().splitlines() if l.strip()]
@@ -200,14 +194,10 @@ def main():
                    "Sentiment of an English sentence; input: Model Maker word ids (vocab.txt)")
     with open(os.path.join(out, "sentences.txt"), "w") as f:
         f.writelines(s + "\n" for s in SAMPLES)
-    try:
-        import coremltools as ct
-        ml = ct.convert(model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(1, SEQ_LEN), name="input_ids")],
-                        classifier_config=ct.ClassifierConfig(["negative", "positive"]))
-        ml.short_description = "Sentiment of an English sentence (negative, positive); input: Model Maker word ids"
-        save_mlmodel(ml, os.path.join(out, "sentiment.mlmodel"))
-    except Exception as err:  # coremltools' Keras path is best effort across TF versions
-        print(f"SKIPPED sentiment.mlmodel: coremltools could not convert the model ({type(err).__name__}: {err})")
+    write_mlmodel(os.path.join(out, "sentiment.mlmodel"),
+                  "Sentiment of an English sentence (negative, positive); input: Model Maker word ids", lambda ct: ct.convert(
+                      model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(1, SEQ_LEN), name="input_ids")],
+                      classifier_config=ct.ClassifierConfig(["negative", "positive"])))
 
 
 if __name__ == "__main__":
