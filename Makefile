@@ -197,7 +197,8 @@ crosscheck-compression: deps venv testdata build ## k-means SSE vs coremltools o
 # The demo: the digits sample (a small CNN, Samples/digits) swept over its 300 held-out test
 # images. Every weight of this small model is below the default --min-elements (2048) except
 # the last layer's, so the demo compresses them all. The sweep reruns only when the model, the
-# images, the binary or DEMO_SWEEP_FLAGS change (the flags are tracked in out/demo/.options).
+# images (added, removed or changed), the binary or DEMO_SWEEP_FLAGS change (the flags are
+# tracked in out/demo/.options).
 DEMO_MODEL       := Samples/digits/digits.tflite
 DEMO_DATA        := Samples/digits/test
 DEMO_SWEEP_FLAGS := --min-elements 0
@@ -213,7 +214,8 @@ out/demo/.options: FORCE
 	@mkdir -p $(@D)
 	@echo '$(DEMO_MODEL) $(DEMO_SWEEP_FLAGS)' | cmp -s - $@ || echo '$(DEMO_MODEL) $(DEMO_SWEEP_FLAGS)' > $@
 
-out/demo/sweep.md: $(DEMO_MODEL) $(wildcard $(DEMO_DATA)/*.png) $(BIN) out/demo/.options
+# (The folder itself is a prerequisite too: its date changes when an image is added or removed.)
+out/demo/sweep.md: $(DEMO_MODEL) $(DEMO_DATA) $(wildcard $(DEMO_DATA)/*.png) $(BIN) out/demo/.options
 	$(BIN) sweep $(DEMO_MODEL) --data $(DEMO_DATA) $(DEMO_SWEEP_FLAGS) --out-dir out/demo/variants --quiet \
 	  --report out/demo/sweep.json --report out/demo/sweep.csv --report out/demo/sweep.html --report $@.tmp.md > /dev/null
 	mv $@.tmp.md $@
