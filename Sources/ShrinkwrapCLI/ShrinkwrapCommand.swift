@@ -68,7 +68,7 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a model on .npy, image or text inputs; write every output as .npy and show the top-5 of class scores (other outputs: their first values).")
 
-    @Argument(help: "The model file (.onnx).")
+    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
 
     @Option(name: .shortAndLong, help: "An input as NAME=FILE (or just FILE for a single-input model): .npy, or a PNG / JPEG image. Repeat for more inputs.")
@@ -135,7 +135,7 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Time inference: ms per run on seeded random inputs (dims that are not fixed become 1).")
 
-    @Argument(help: "The model file (.onnx).")
+    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
 
     @Option(help: "Timed runs after warm-up.")
