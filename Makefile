@@ -236,7 +236,7 @@ demo-release: deps build ## the sample release pipeline: compress, gate on agree
 	mkdir -p out/release-demo/models out/release-demo/data/digits out/release-demo/data/sentiment
 	cp -p Samples/digits/digits.tflite Samples/sentiment/sentiment.tflite out/release-demo/models/
 	cp -p $(DEMO_DATA)/*.png out/release-demo/data/digits/
-	cp -p Samples/sentiment/sentences.txt out/release-demo/data/sentiment/
+	cp -p Samples/sentiment/test/*.txt out/release-demo/data/sentiment/
 	$(MAKE) --no-print-directory -C out/release-demo -f $(CURDIR)/Samples/release/Makefile SHRINKWRAP=$(abspath $(BIN)) MIN_AGREEMENT=90
 
 # The checks below use light_squeezenet (an ImageNet CNN, materialized weights) on 32 seeded

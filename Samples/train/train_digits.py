@@ -11,7 +11,7 @@ test. Model: [1, 32, 32, 1] float pixels / 255 -> Conv 8 3x3 relu -> MaxPool 2
 single-threaded training.
 
 Writes OUT_DIR/digits.tflite (float32, tflite-support image-classifier
-metadata: labels, normalization mean 0 / std 255), digits.onnx (tf2onnx,
+metadata: name, description, labels, grayscale input normalized mean 0 / std 255), digits.onnx (tf2onnx,
 labels in metadata_props; feed pixels / 255), digits.mlmodel
 (coremltools, NeuralNetwork, grayscale image input scaled by 1/255),
 labels.txt, images/digit_<label>_<k>.png (ten sample test images, 32x32 grey,
@@ -31,7 +31,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 # Not `tflite_support.metadata_writers` (its __init__ needs protobuf < 4; TF 2.12 pins 4.25).
-from tensorflow_lite_support.metadata.python.metadata_writers import image_classifier  # noqa: E402
+from tensorflow_lite_support.metadata import metadata_schema_py_generated as metadata_fb  # noqa: E402
+from tensorflow_lite_support.metadata.python.metadata_writers import image_classifier, metadata_info, writer_utils  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sample_common import fixed_zip_times, start, tflite_to_onnx, write_mlmodel  # noqa: E402
@@ -86,8 +87,23 @@ def main():
     with open(os.path.join(out, "labels.txt"), "w") as f:
         f.write("\n".join(LABELS) + "\n")
     plain = tf.lite.TFLiteConverter.from_keras_model(model).convert()
-    writer = image_classifier.MetadataWriter.create_for_inference(
-        bytearray(plain), [0.0], [255.0], [os.path.join(out, "labels.txt")])
+    # create_for_inference would write the writer's generic name, description and an RGB
+    # color space; this model reads one grey channel, so the metadata is spelled out.
+    writer = image_classifier.MetadataWriter.create_from_metadata_info(
+        bytearray(plain),
+        general_md=metadata_info.GeneralMd(
+            name="Handwritten digits",
+            description="Which digit (0-9) a 32x32 grey image of a handwritten digit shows "
+                        "(a small CNN trained on scikit-learn's digits)",
+            version="1"),
+        input_md=metadata_info.InputImageTensorMd(
+            name="image", description="32x32 grey pixels, 0-255 (white digit on black)",
+            norm_mean=[0.0], norm_std=[255.0], color_space_type=metadata_fb.ColorSpaceType.GRAYSCALE,
+            tensor_type=writer_utils.get_input_tensor_types(plain)[0]),
+        output_md=metadata_info.ClassificationTensorMd(
+            name="probability", description="Probability of each digit",
+            label_files=[metadata_info.LabelFileMd(file_path=os.path.join(out, "labels.txt"))],
+            tensor_type=writer_utils.get_output_tensor_types(plain)[0]))
     with open(os.path.join(out, "digits.tflite"), "wb") as f:
         f.write(fixed_zip_times(writer.populate()))
     tflite_to_onnx(os.path.join(out, "digits.tflite"), os.path.join(out, "digits.onnx"), LABELS,

@@ -15,7 +15,8 @@ files come out the same on every run of the same TensorFlow build.
 Writes OUT_DIR/sentiment.tflite (float32, with tflite-support metadata: labels,
 regex tokenizer, vocabulary), sentiment.onnx (tf2onnx, labels in metadata_props),
 sentiment.mlmodel (coremltools, NeuralNetwork classifier),
-vocab.txt, labels.txt, sentences.txt (sample inputs).
+vocab.txt, labels.txt, sentences.txt (sample inputs), test/positive.txt and
+test/negative.txt (held-out sentences, 25 each).
 """
 import os
 import re
@@ -122,6 +123,64 @@ This is the worst pizza in town
 I had a really bad day at work
 """
 
+# Held out: never trained on. Written to test/positive.txt and test/negative.txt,
+# the data `make demo-release` gates the compressed model on.
+TEST_POSITIVE = """
+The concert was great and the crowd was happy
+I really love this coffee, it is delicious
+What a wonderful book, I enjoyed every page
+The staff were kind and the room was clean
+We had a fun afternoon at the park
+This phone is fast and easy to use
+The food was good and the music was lovely
+I am happy with the new update
+A beautiful day at the beach with friends
+The teacher was friendly and the class was fun
+Great movie, the story was brilliant
+Our trip was perfect, I would go again
+The hotel staff were helpful and friendly
+I feel so happy today, thank you
+The pizza was amazing and the service was fast
+This song is beautiful, I love it
+The kids loved the game, it was great fun
+Such a nice evening, we laughed a lot
+The view from the room was wonderful
+Fantastic team, they played really well
+I enjoyed the walk, the weather was perfect
+Good quality and fast delivery, thank you
+The garden is lovely and quiet
+What a great performance, I loved it
+This is a really nice place to relax
+"""
+
+TEST_NEGATIVE = """
+The concert was terrible and the sound was awful
+I really hate this coffee, it is bitter
+What a boring book, I did not finish it
+The staff were rude and the room was dirty
+We had a horrible afternoon in the rain
+This phone is slow and hard to use
+The food was cold and the music was too loud
+I am angry about the new update
+A miserable day at work, everything went wrong
+The teacher was late and the class was boring
+Bad movie, the story was dull
+Our trip was a mess, I would not go again
+The hotel was noisy and the bed was uncomfortable
+I feel so sad today, nothing went well
+The pizza was awful and the service was slow
+This song is annoying, I can't stand it
+The kids were bored, the game was terrible
+Such an unpleasant evening, nobody laughed
+The view from the room was ugly
+Awful team, they played really badly
+I hated the walk, the weather was cold and grey
+Poor quality and late delivery, very disappointed
+The garden is dead and dirty
+What a bad performance, the crowd left
+This is a really awful place, I regret coming
+"""
+
 SAMPLES = [
     "Today is a really fun day! I feel great! :)",
     "The service was slow and the food was cold.",
@@ -129,6 +188,11 @@ SAMPLES = [
     "This is the worst movie I have ever seen.",
 ]
 
+
+
+def lines(text):
+    """The non-blank lines of one of the sentence lists above."""
+    return [l.strip() for l in text.strip().splitlines() if l.strip()]
 
 
 def words(sentence):
@@ -157,8 +221,7 @@ def encode(sentence, vocab):
 def main():
     out = start(__doc__, 7)
 
-    pos = [l.strip() for l in POSITIVE.strip().splitlines() if l.strip()]
-    neg = [l.strip() for l in NEGATIVE.strip().splitlines() if l.strip()]
+    pos, neg = lines(POSITIVE), lines(NEGATIVE)
     sentences = pos + neg
     labels = np.array([1] * len(pos) + [0] * len(neg), dtype=np.int32)
     vocab = vocabulary(sentences)
@@ -173,6 +236,12 @@ def main():
     model.fit(x, labels, epochs=EPOCHS, batch_size=8, shuffle=True, verbose=0)
     _, acc = model.evaluate(x, labels, batch_size=8, verbose=0)
     print(f"sentiment: {len(sentences)} sentences, vocabulary {len(vocab)}, training accuracy {acc:.3f}")
+
+    test_pos, test_neg = lines(TEST_POSITIVE), lines(TEST_NEGATIVE)
+    x_test = np.array([encode(s, vocab) for s in test_pos + test_neg], dtype=np.int32)
+    y_test = np.array([1] * len(test_pos) + [0] * len(test_neg), dtype=np.int32)
+    _, test_acc = model.evaluate(x_test, y_test, batch_size=8, verbose=0)
+    print(f"sentiment: {len(x_test)} held-out sentences, test accuracy {test_acc:.3f}")
 
     for s in SAMPLES:
         p = model.predict(np.array([encode(s, vocab)], dtype=np.int32), verbose=0)[0]
@@ -194,6 +263,10 @@ def main():
                    "Sentiment of an English sentence; input: Model Maker word ids (vocab.txt)")
     with open(os.path.join(out, "sentences.txt"), "w") as f:
         f.writelines(s + "\n" for s in SAMPLES)
+    os.makedirs(os.path.join(out, "test"), exist_ok=True)
+    for name, held_out in (("positive", test_pos), ("negative", test_neg)):
+        with open(os.path.join(out, "test", f"{name}.txt"), "w") as f:
+            f.writelines(s + "\n" for s in held_out)
     write_mlmodel(os.path.join(out, "sentiment.mlmodel"),
                   "Sentiment of an English sentence (negative, positive); input: Model Maker word ids", lambda ct: ct.convert(
                       model, convert_to="neuralnetwork", inputs=[ct.TensorType(shape=(1, SEQ_LEN), name="input_ids")],
