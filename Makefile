@@ -7,22 +7,31 @@ SWIFTC       ?= swiftc
 VENV         := .venv
 PY           := $(VENV)/bin/python
 VENV_TF      := .venv-tf
-BIN          := .build/release/shrinkwrap
+# Two release builds, kept apart so that neither undoes the other: BUILD_DIR (.build) holds
+# the binary you ship (`make build`, demo, install, bench); TEST_BUILD_DIR holds the tests'
+# build, compiled with -enable-testing (the suites' @testable imports need it). `make test`
+# points BUILD_DIR at TEST_BUILD_DIR, so the test suites and the cross-checks share one
+# compilation of the package instead of three.
+BUILD_DIR      := .build
+TEST_BUILD_DIR := .build-test
+BUILD_FLAGS    :=
+SWIFT_BUILD  := $(SWIFT) build -c release --scratch-path $(BUILD_DIR) $(BUILD_FLAGS)
+BIN          := $(BUILD_DIR)/release/shrinkwrap
 PROTOBUF_VERSION := 1.39.0
 TOOLS        := .build-tools
 # protoc-gen-swift from the swift-protobuf checkout SwiftPM resolved for this package
-# (exactly $(PROTOBUF_VERSION), pinned in Package.swift), built into our own .build so
-# it shares the already compiled SwiftProtobuf module.
-PROTOC_GEN_SWIFT := .build/release/protoc-gen-swift
+# (exactly $(PROTOBUF_VERSION), pinned in Package.swift), built into our own build folder
+# so it shares the already compiled SwiftProtobuf module.
+PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
 
 # --- machine setup (idempotent) -------------------------------------------
-APT_PACKAGES := libopenblas-dev protobuf-compiler libpng-dev libjpeg-dev flatbuffers-compiler
+APT_PACKAGES := libopenblas-dev protobuf-compiler libpng-dev libjpeg-dev flatbuffers-compiler libusb-1.0-0
 
 deps: ## install the Debian packages the build and tests use (idempotent)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -46,7 +55,7 @@ $(VENV_TF)/.stamp: Scripts/requirements-tf.txt Scripts/requirements-tf-nodeps.tx
 	touch $@
 
 build: ## release build of the shrinkwrap binary
-	$(SWIFT) build -c release --product shrinkwrap
+	$(SWIFT_BUILD) --product shrinkwrap
 
 # README.md's tables of formats, modes and ops: `shrinkwrap support`'s output between two marker
 # lines (RegistryTests.testReadmeTablesMatchTheRegistries fails when they drift).
@@ -62,7 +71,7 @@ readme: build ## refresh README.md's generated tables (formats, modes, ops) from
 # --- schemas ----------------------------------------------------------------
 $(PROTOC_GEN_SWIFT): Package.swift
 	grep -q 'swift-protobuf", exact: "$(PROTOBUF_VERSION)"' Package.swift || { echo "Package.swift does not pin swift-protobuf $(PROTOBUF_VERSION)"; exit 1; }
-	$(SWIFT) build -c release --product protoc-gen-swift
+	$(SWIFT_BUILD) --product protoc-gen-swift
 
 schemas: deps $(PROTOC_GEN_SWIFT) ## regenerate the committed Swift code from Schemas/
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
@@ -162,10 +171,21 @@ $(TFLITE_META_STAMP): Scripts/make_tflite_metadata_fixtures.py Scripts/make_tfli
 	  { $(VENV_TF)/bin/python Scripts/make_tflite_metadata_fixtures.py $(TESTDATA)/tflite-metadata; exit 1; }
 
 # --- tests ------------------------------------------------------------------
-# Tests run in release mode: the suites execute real CNNs.
-SWIFT_TEST := $(SWIFT) test -c release -Xswiftc -enable-testing
+# Tests run in release mode (the suites execute real CNNs), always in TEST_BUILD_DIR. They are
+# compiled by `swift build --build-tests` and run with `swift test --skip-build`: `swift test`'s
+# own build plan differs from `swift build`'s and would compile the whole package again.
+TEST_FLAGS          := -Xswiftc -enable-testing
+TEST_BUILD_SETTINGS := BUILD_DIR=$(TEST_BUILD_DIR) BUILD_FLAGS="$(TEST_FLAGS)"
+SWIFT_BUILD_TESTS   := $(SWIFT) build -c release --scratch-path $(TEST_BUILD_DIR) $(TEST_FLAGS) --build-tests
+SWIFT_TEST          := $(SWIFT) test -c release --scratch-path $(TEST_BUILD_DIR) $(TEST_FLAGS) --skip-build
 
-test: deps venv testdata schemas-check build ## build, run every test suite and the cross-checks against onnxruntime, TFLite and coremltools
+test: deps deps-browser venv testdata ## build, run every test suite and the cross-checks against onnxruntime, TFLite and coremltools
+	@$(MAKE) --no-print-directory $(TEST_BUILD_SETTINGS) test-in-test-build
+
+# (`make test`'s body, run with BUILD_DIR = TEST_BUILD_DIR: every target below, and each
+# sub-make, sees the tests' binary as BIN.)
+test-in-test-build: schemas-check build
+	$(SWIFT_BUILD_TESTS) 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\] (Compiling|Write|Linking|Emitting)' ; exit $${PIPESTATUS[0]}
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
@@ -173,6 +193,7 @@ test: deps venv testdata schemas-check build ## build, run every test suite and 
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
+	$(SWIFT_BUILD_TESTS)
 	$(SWIFT_TEST)
 
 crosscheck: deps venv testdata build ## onnxruntime vs shrinkwrap on every light model (rel diff <= 1e-4)
@@ -185,7 +206,8 @@ crosscheck: deps venv testdata build ## onnxruntime vs shrinkwrap on every light
 	@echo "== coremltools cross-check: every .mlmodel the Core ML suites wrote loads, and every compressed weight decodes bit-identically =="
 	$(PY) Scripts/coreml_crosscheck.py $(TESTDATA)/coreml-crosscheck 2>&1 | grep -v "Failed to load _MLModelProxy\|scikit-learn version"; exit $${PIPESTATUS[0]}
 
-test-coreml-matrix: deps venv testdata build ## ONNX → .mlmodel → import round trip: every light model × 3 modes × 1–8 bits (~1 h)
+test-coreml-matrix: deps venv testdata ## ONNX → .mlmodel → import round trip: every light model × 3 modes × 1–8 bits (~1 h)
+	$(SWIFT_BUILD_TESTS)
 	SHRINKWRAP_FULL_MATRIX=1 $(SWIFT_TEST) --filter CoreMLRoundTripTests.testFullMatrix 2>&1 | grep -E "full matrix|error|failed|Executed"; \
 	  exit $${PIPESTATUS[0]}
 
@@ -310,13 +332,13 @@ crosscheck-inputs: deps venv build ## image preprocessing vs Pillow, text tokeni
 	$(PY) Scripts/inputs_crosscheck.py --shrinkwrap $(BIN)
 
 # The HTML report rendered by headless Chromium and checked (plot series visible, warning banner, no external assets).
-# Chromium is optional (`make deps-browser`); without it the check is skipped, and says so.
+# `make test` installs Chromium (`make deps-browser`); run alone without it, the check is skipped and says so.
 test-html: deps venv build out/demo/sweep.md ## screenshot the demo's HTML report in headless Chromium (skipped, loudly, without Chromium)
 	@$(PY) Scripts/html_screenshot.py --html out/demo/sweep.html --png out/demo/sweep.png; code=$$?; \
 	  if [ $$code -eq 2 ]; then echo "*** test-html SKIPPED: Chromium is not installed (make deps-browser installs it) ***"; \
 	  elif [ $$code -ne 0 ]; then exit $$code; fi
 
-deps-browser: ## install Chromium for the HTML screenshot check (optional, ~300 MB)
+deps-browser: ## install Chromium for the HTML screenshot check (~300 MB; make test does)
 	@dpkg -s chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
@@ -334,4 +356,4 @@ bench: deps venv testdata build ## inference ms vs onnxruntime; compression seco
 FORCE:
 
 clean: ## remove build products, generated test data and reports
-	rm -rf .build $(TOOLS) $(TESTDATA) out
+	rm -rf .build $(TEST_BUILD_DIR) $(TOOLS) $(TESTDATA) out
