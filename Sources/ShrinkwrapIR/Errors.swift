@@ -99,7 +99,7 @@ public enum KernelError: UserFacingError, Sendable, Equatable {
     /// The op has no kernel.
     case noKernel(op: String)
     /// A result would be larger than the interpreter allows.
-    case tooLarge(node: String, op: String, elements: String)
+    case tooLarge(node: String, op: String, elements: String, limit: Int)
     /// A graph input was not given or does not fit its declared type/shape.
     case badGraphInput(name: String, reason: String)
 
@@ -110,7 +110,7 @@ public enum KernelError: UserFacingError, Sendable, Equatable {
         case .invalidInput(let n, let op, let r): return "node '\(n)' (\(op)): \(r)"
         case .invalidAttribute(let n, let op, let a, let r): return "node '\(n)' (\(op)): attribute '\(a)': \(r)"
         case .noKernel(let op): return "no kernel for op '\(op)'"
-        case .tooLarge(let n, let op, let e): return "node '\(n)' (\(op)): result too large (\(e) elements)"
+        case .tooLarge(let n, let op, let e, let limit): return "node '\(n)' (\(op)): result too large (\(e) elements; the interpreter's limit is \(limit))"
         case .badGraphInput(let name, let r): return "input '\(name)': \(r)"
         }
     }

@@ -13,6 +13,14 @@ public struct KernelContext {
         self.node = node; self.inputs = inputs; self.threads = max(1, threads)
     }
 
+    /// The most elements one result may have: 2^31 (8 GiB of float32), far
+    /// beyond any real model's tensor. A result's size can come from values in
+    /// the file (ConstantOfShape's shape, Expand, Tile, Range, Resize…), and
+    /// Swift cannot recover from a failed allocation, so `checkedCount` refuses
+    /// anything larger with an error instead of letting the process die. The
+    /// fuzzers lower it to keep their memory small; nothing else should change it.
+    nonisolated(unsafe) public static var elementLimit = 1 << 31
+
     // MARK: errors
 
     public func fail(_ reason: String) -> KernelError {
@@ -133,10 +141,11 @@ public struct KernelContext {
         return v
     }
 
-    /// Checks that a result of `shape` is allocatable and returns its element count.
+    /// Checks that a result of `shape` is allocatable (at most `elementLimit` elements) and returns its element count.
     public func checkedCount(_ shape: [Int]) throws -> Int {
-        guard let n = checkedElementCount(shape) else {
-            throw KernelError.tooLarge(node: node.label, op: node.opType, elements: shape.map(String.init).joined(separator: "×"))
+        guard let n = checkedElementCount(shape, limit: Self.elementLimit) else {
+            throw KernelError.tooLarge(node: node.label, op: node.opType, elements: shape.map(String.init).joined(separator: "×"),
+                                       limit: Self.elementLimit)
         }
         return n
     }

@@ -252,6 +252,30 @@ final class ShapeKernelTests: XCTestCase {
         assertThrows("Dropout", [x, nil, Tensor(bools: [true], shape: [])])
     }
 
+    /// Results whose size comes from values in the file, between the interpreter's limit (2^31
+    /// elements) and what checkedElementCount alone allows (2^34): each is a "too large" error.
+    /// Before the limit these allocated 16–64 GiB and the process died (a 133-byte ONNX file did it).
+    func testValueSizedResultsBeyondTheLimitAreErrors() throws {
+        XCTAssertEqual(KernelContext.elementLimit, 1 << 31)
+        let one = f([1], [1])
+        let column = Tensor([Float](repeating: 0, count: 1 << 16), shape: [1 << 16, 1])
+        let row = Tensor([Float](repeating: 0, count: 1 << 16), shape: [1, 1 << 16])
+        let cases: [(String, [Tensor?])] = [
+            ("ConstantOfShape", [i64([1 << 17, 1 << 16])]),   // 2^33 elements
+            ("Expand", [one, i64([1 << 17, 1 << 17])]),        // 2^34
+            ("Tile", [one, i64([1 << 34])]),                   // 2^34
+            ("Pad", [one, i64([1 << 33, 0])]),                 // 2^33 + 1
+            ("Add", [column, row]),                            // a broadcast to 2^32
+        ]
+        for (op, inputs) in cases {
+            XCTAssertThrowsError(try run(op, inputs), op) { e in
+                guard case KernelError.tooLarge(_, _, _, let limit) = e else { return XCTFail("\(op): \(e)") }
+                XCTAssertEqual(limit, 1 << 31)
+            }
+        }
+        XCTAssertEqual(try run1("Add", [f([0, 0], [2, 1]), row]).shape, [2, 1 << 16])
+    }
+
     func testConstantOfShapeRangeEyeLike() throws {
         let z = try run1("ConstantOfShape", [i64([2, 3])])
         XCTAssertEqual(z.dtype, .float32); XCTAssertEqual(z.floats, [Float](repeating: 0, count: 6))

@@ -1,0 +1,73 @@
+// libFuzzer target for the two protobuf formats: the ONNX importer
+// (Sources/ShrinkwrapONNX) and the Core ML importer (Sources/ShrinkwrapCoreML),
+// with what runs on an imported graph — constant decoding, the interpreter
+// (Sources/ShrinkwrapRuntime), the ONNX and Core ML exporters.
+//
+// Not a SwiftPM target: `make fuzz-protobuf` compiles SwiftProtobuf from the
+// pinned checkout into a static library, then copies IR, Runtime, both schemas
+// and both formats' sources with their cross-module imports removed (all but
+// `import SwiftProtobuf`) and compiles them with this file into one module
+// (swiftc -sanitize=fuzzer,address). Seeds: the ONNX node suite and model
+// suites in .testdata (when `make testdata` made them), the .mlmodel files the
+// Core ML suites wrote, and the samples.
+//
+// Every input is offered to both importers. What imports has every constant
+// decoded, runs in the interpreter on small synthetic inputs, and is written
+// by both exporters; the ONNX file written is imported again. Any of them may
+// throw; a crash, trap, sanitizer report, hang or runaway allocation is a bug.
+
+import Foundation
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    _ = smallTensors
+    let bytes = data.map { Data(bytes: $0, count: size) } ?? Data()
+    if let graph = try? ONNXImporter.importModel(data: bytes, file: "fuzz.onnx") { exercise(graph) }
+    if let graph = try? CoreMLImporter.importModel(data: bytes, file: "fuzz.mlmodel") { exercise(graph) }
+    return 0
+}
+
+/// Results of at most 2^22 elements (16 MiB of float32) instead of the CLI's 2^31: a mutant that
+/// asks for more gets the interpreter's "too large" error quickly, within the fuzzer's memory limit.
+/// (The light model seeds declare their weights by ConstantOfShape, up to 10^8 elements each.)
+private let smallTensors: Void = { KernelContext.elementLimit = 1 << 22 }()
+
+/// Inputs of at most this many elements each; larger graphs are imported and
+/// exported but not run (a legitimately big model is slow, not a bug).
+private let inputElementLimit = 1 << 16
+
+private func exercise(_ graph: Graph) {
+    for c in graph.constants { _ = c.encoding.decoded().count }
+    if let inputs = smallInputs(graph), let interpreter = try? Interpreter(graph: graph, options: .init(threads: 1)) {
+        _ = try? interpreter.run(inputs)
+    }
+    if let onnx = try? ONNXExporter.export(graph) {
+        _ = try? ONNXImporter.importModel(data: onnx, file: "fuzz-reexported.onnx")
+    }
+    if let prepared = try? ExportPreparation.prepare(graph) {
+        _ = try? CoreMLExporter.export(prepared.graph)
+    }
+}
+
+/// Deterministic inputs for every runtime input (free dimensions as 1), or nil when one is too large.
+private func smallInputs(_ graph: Graph) -> [String: Tensor]? {
+    var out: [String: Tensor] = [:]
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    func next() -> UInt64 {
+        state ^= state >> 12; state ^= state << 25; state ^= state >> 27
+        return state &* 2_685_821_657_736_338_717
+    }
+    for input in graph.runtimeInputs {
+        let shape = (input.shape ?? []).map { $0.value ?? 1 }
+        guard let n = checkedElementCount(shape, limit: inputElementLimit) else { return nil }
+        let dtype = input.dtype ?? .float32
+        if dtype.isFloatingPoint {
+            out[input.name] = Tensor((0..<n).map { _ in Float(next() >> 40) / Float(1 << 24) - 0.5 }, shape: shape, dtype: dtype)
+        } else if dtype == .bool {
+            out[input.name] = Tensor(bools: (0..<n).map { _ in next() & 1 == 1 }, shape: shape)
+        } else {
+            out[input.name] = Tensor(ints: (0..<n).map { _ in Int64(next() % 4) }, shape: shape, dtype: dtype)
+        }
+    }
+    return out
+}
