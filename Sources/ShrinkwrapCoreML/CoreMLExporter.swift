@@ -152,6 +152,11 @@ struct NNWriter {
                 unsupported.append("\(node.opType) (node '\(node.label)')")
                 continue
             }
+            // Every writer names its layer's output after the node's first output.
+            guard node.outputs.first.map({ !$0.isEmpty }) == true else {
+                unsupported.append("\(node.opType) (node '\(node.label)': no output)")
+                continue
+            }
             do {
                 let before = layers.count
                 try writer(&self, node)

@@ -98,9 +98,12 @@ enum CoreMLLayerWriters {
         }
         func two(_ v: [Int]?, _ d: Int) -> [UInt64] { (v ?? Array(repeating: d, count: spatial)).map { UInt64($0) } + (oneD ? [UInt64(d)] : []) }
         let groups = int(n, "group", 1)
+        let (deconvChannels, overflow) = ws[1].multipliedReportingOverflow(by: groups)
+        // Both weight layouts have the channels the groups split on axis 0 (output channels of a
+        // convolution, input channels of a deconvolution).
+        guard groups >= 1, !overflow, ws[0] % groups == 0 else { throw LayerWriterError("group \(groups) for weights \(ws)") }
         var c = CoreML_Specification_ConvolutionLayerParams()
-        let outShape = try w.shape(n.outputs[0])
-        c.outputChannels = UInt64(deconv ? ws[1] * groups : ws[0])
+        c.outputChannels = UInt64(deconv ? deconvChannels : ws[0])
         // Deconvolution weights are [Cin, Cout / groups, kH, kW] with kernelChannels = Cin (Core ML's validator
         // expects kernelChannels × outputChannels / nGroups × kH × kW values).
         c.kernelChannels = UInt64(deconv ? ws[0] : ws[1])
@@ -120,6 +123,10 @@ enum CoreMLLayerWriters {
             c.same.asymmetryMode = s
         }
         if deconv {
+            let outShape = try w.shape(n.outputs[0])
+            guard outShape.count == ws.count, outShape.allSatisfy({ $0 >= 0 }) else {
+                throw LayerWriterError("output shape \(outShape) for a \(spatial)-D deconvolution")
+            }
             c.isDeconvolution = true
             c.outputShape = [UInt64(outShape[2]), oneD ? 1 : UInt64(outShape[3])]
             if ints(n, "dilations").map({ $0.contains { $0 != 1 } }) == true { throw LayerWriterError("dilated deconvolution") }

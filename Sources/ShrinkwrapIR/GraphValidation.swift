@@ -9,7 +9,9 @@ extension Graph {
         var producer: [String: Int] = [:]
         for (i, n) in nodes.enumerated() {
             for o in n.outputs where !o.isEmpty {
-                if producer[o] != nil || (defined.contains(o) && !isConstant(o)) {
+                // A node output may not reuse an input's or a constant's name either: which
+                // value a reader (or a shape table) would see under that name is ambiguous.
+                if producer[o] != nil || defined.contains(o) {
                     throw GraphError.duplicateValue(value: o, node: n.label)
                 }
                 producer[o] = i

@@ -129,6 +129,32 @@ final class CoreMLLayerExportTests: XCTestCase {
         }
     }
 
+    /// What the writer reads besides the weights — the output shape a deconvolution records, the group —
+    /// comes from the graph; a wrong one is a named refusal, not a trap (the output-shape case was found by
+    /// `make fuzz-protobuf`, through an ONNX file whose initializer shadowed the node's output).
+    func testDeconvolutionWithImpossibleShapeOrGroupIsRefused() throws {
+        var b = Builder()
+        b.input("x", [1, 2, 3, 3])
+        b.weight("w", [2, 2, 3, 3])
+        b.node("ConvTranspose", ["x", "w"], ["y"])
+        b.g.outputs = [ValueInfo(name: "y", dtype: .float32, shape: [1, 2, 5, 5].map { .fixed($0) })]
+        XCTAssertNoThrow(try CoreMLExporter.exportSpec(b.g))
+        var wrongRank = b.g
+        wrongRank.valueInfo["y"] = ValueInfo(name: "y", dtype: .float32, shape: [.fixed(4)])
+        var negativeGroup = b.g
+        negativeGroup.nodes[0].attributes["group"] = .int(-1)
+        var unevenGroup = b.g
+        unevenGroup.nodes[0].attributes["group"] = .int(3)
+        var hugeGroup = b.g   // 2 output channels per group × 2^62 groups overflows
+        hugeGroup.nodes[0].attributes["group"] = .int(1 << 62)
+        for (g, what) in [(wrongRank, "output shape [4]"), (negativeGroup, "group -1"), (unevenGroup, "group 3"),
+                          (hugeGroup, "group \(1 << 62)")] {
+            XCTAssertThrowsError(try CoreMLExporter.exportSpec(g), what) { e in
+                XCTAssertTrue("\(e)".contains(what), "\(e)")
+            }
+        }
+    }
+
     func testOneDimensionalConvolution() throws {
         var b = Builder()
         b.input("x", [1, 3, 10])

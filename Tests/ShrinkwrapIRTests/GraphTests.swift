@@ -20,6 +20,16 @@ final class GraphTests: XCTestCase {
         XCTAssertThrowsError(try Graph(inputs: [x], nodes: [relu("x", "z"), relu("x", "z")]).validatedAndSorted()) {
             XCTAssertEqual($0 as? GraphError, .duplicateValue(value: "z", node: "n_z"))
         }
+        // A node output named like a constant (found by fuzzing: the Core ML writer took the
+        // constant's shape for the output's) or like a graph input.
+        var shadowing = Graph(inputs: [x], nodes: [relu("x", "w")])
+        shadowing.setConstant(Constant(name: "w", tensor: .scalar(1)))
+        XCTAssertThrowsError(try shadowing.validatedAndSorted()) {
+            XCTAssertEqual($0 as? GraphError, .duplicateValue(value: "w", node: "n_w"))
+        }
+        XCTAssertThrowsError(try Graph(inputs: [x], nodes: [relu("x", "x")]).validatedAndSorted()) {
+            XCTAssertEqual($0 as? GraphError, .duplicateValue(value: "x", node: "n_x"))
+        }
         XCTAssertThrowsError(try Graph(inputs: [x], nodes: [relu("b", "a"), relu("a", "b")]).validatedAndSorted()) {
             guard case .cycle(let nodes)? = $0 as? GraphError else { return XCTFail("\($0)") }
             XCTAssertEqual(Set(nodes), ["n_a", "n_b"])
