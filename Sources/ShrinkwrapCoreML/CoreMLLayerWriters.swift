@@ -209,8 +209,7 @@ enum CoreMLLayerWriters {
             throw LayerWriterError("scale, bias, mean and variance must be constants")
         }
         let xs = try w.shape(x)
-        guard xs.count >= 3 || w.rank5 else { throw LayerWriterError("batchnorm needs rank ≥ 3 (channel at axis -3)") }
-        if xs.count == 2, w.rank5 == false { throw LayerWriterError("batchnorm on rank 2") }
+        guard xs.count >= 3 || (w.rank5 && xs.count == 2) else { throw LayerWriterError("batchnorm on rank \(xs.count)") }
         var b = CoreML_Specification_BatchnormLayerParams()
         b.channels = UInt64(xs[1])
         b.epsilon = float(n, "epsilon", 1e-5)
@@ -668,7 +667,9 @@ enum CoreMLLayerWriters {
         l.lrn.alpha = float(n, "alpha", 1e-4)
         l.lrn.beta = float(n, "beta", 0.75)
         l.lrn.k = float(n, "bias", 1)
-        l.lrn.localSize = UInt64(int(n, "size", 1))
+        let size = int(n, "size", 1)
+        guard size >= 1 else { throw LayerWriterError("size \(size)") }
+        l.lrn.localSize = UInt64(size)
         w.add(l)
     }
 
@@ -711,7 +712,8 @@ enum CoreMLLayerWriters {
     static let resize: Writer = { w, n in
         guard let x = n.input(0) else { throw LayerWriterError("no input") }
         let xs = try w.shape(x), ys = try w.shape(n.outputs[0])
-        guard xs.count == 4, ys[0] == xs[0], ys[1] == xs[1] else { throw LayerWriterError("only spatial resizing of rank-4 values") }
+        guard xs.count == 4, ys.count == 4, ys[0] == xs[0], ys[1] == xs[1] else { throw LayerWriterError("only spatial resizing of rank-4 values") }
+        guard xs[2] > 0, xs[3] > 0 else { throw LayerWriterError("resizing an empty value \(xs)") }
         let mode = string(n, "mode", "nearest")
         let ct = string(n, "coordinate_transformation_mode", "half_pixel")
         var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
@@ -788,8 +790,9 @@ enum CoreMLLayerWriters {
     /// y = codes[ids] × scale[ids] + offset[ids] follows — the same storage, exactly the IR's values.
     static func perRowEmbedding(_ w: inout NNWriter, _ n: Node, _ a: AffineWeights, ids: String,
                                 layer: CoreML_Specification_NeuralNetworkLayer) throws {
+        guard a.shape.count == 2, a.blockShape.count == 2 else { throw LayerWriterError("table of shape \(a.shape)") }
         let (vocab, dim) = (a.shape[0], a.shape[1])
-        guard a.shape.count == 2, a.blockShape[1] >= dim, a.scale.count == vocab else {
+        guard a.blockShape[1] >= dim, a.scale.count == vocab else {
             throw LayerWriterError("table scales of block shape \(a.blockShape)")
         }
         let data = n.inputs[0], y = n.outputs[0]
