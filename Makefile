@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-protobuf crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -112,7 +112,7 @@ FUZZ_DIR  := .build/fuzz
 FUZZ_RUNS ?= 1000000
 FUZZ_LINK ?= -use-ld=lld   # gold prints thousands of harmless ASan "Cannot export local symbol" warnings
 
-fuzz: fuzz-flatbuffers fuzz-tflite fuzz-protobuf ## run every fuzzer, FUZZ_RUNS (1 M) executions each
+fuzz: fuzz-flatbuffers fuzz-tflite fuzz-models ## run every fuzzer, FUZZ_RUNS (1 M) executions each
 
 $(FUZZ_DIR)/flatbuffers-fuzz: Fuzz/FlatBuffersFuzz/main.swift $(wildcard Sources/FlatBuffers/*.swift)
 	mkdir -p $(FUZZ_DIR)
@@ -144,13 +144,14 @@ fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_R
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/tflite-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 	  -artifact_prefix=$(FUZZ_DIR)/tflite- $(FUZZ_DIR)/tflite-corpus $(FUZZ_DIR)/tflite-seeds
 
-# The ONNX and Core ML importers (plus the interpreter and both exporters on what imports) as
-# one module on top of SwiftProtobuf, which is compiled from the pinned checkout into a static
-# library first (its own package settings: Swift 6 mode, ExistentialAny, package access).
+# Whole models: the ONNX and Core ML importers, then the interpreter and all three exporters on
+# what imports, as one module on top of SwiftProtobuf, which is compiled from the pinned checkout
+# into a static library first (its own package settings: Swift 6 mode, ExistentialAny, package access).
 PROTOBUF_CHECKOUT := $(BUILD_DIR)/checkouts/swift-protobuf
 PROTOBUF_FUZZ_LIB := $(FUZZ_DIR)/swift-protobuf/libSwiftProtobuf.a
-PROTOBUF_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/ShrinkwrapRuntime/*.swift Sources/ShrinkwrapRuntime/Kernels/*.swift \
-  Sources/ONNXSchema/*.swift Sources/CoreMLSchema/*.swift Sources/ShrinkwrapONNX/*.swift Sources/ShrinkwrapCoreML/*.swift)
+MODEL_FUZZ_MODULES := ShrinkwrapIR ShrinkwrapRuntime ShrinkwrapRuntime/Kernels ONNXSchema CoreMLSchema FlatBuffers ZipArchive \
+  ShrinkwrapONNX ShrinkwrapCoreML ShrinkwrapTFLite
+MODEL_FUZZ_SOURCES := $(wildcard $(addsuffix /*.swift,$(addprefix Sources/,$(MODEL_FUZZ_MODULES))))
 $(PROTOBUF_FUZZ_LIB): Package.swift
 	$(SWIFT) package --scratch-path $(BUILD_DIR) resolve
 	rm -rf $(@D) && mkdir -p $(@D)
@@ -158,23 +159,24 @@ $(PROTOBUF_FUZZ_LIB): Package.swift
 	  -package-name swift_protobuf -module-name SwiftProtobuf -emit-module -emit-module-path $(@D)/SwiftProtobuf.swiftmodule \
 	  -emit-library -static -o $@ $(PROTOBUF_CHECKOUT)/Sources/SwiftProtobuf/*.swift
 
-$(FUZZ_DIR)/protobuf-fuzz: Fuzz/ProtobufImportFuzz/main.swift $(PROTOBUF_FUZZ_SOURCES) $(PROTOBUF_FUZZ_LIB)
-	rm -rf $(FUZZ_DIR)/protobuf-src && mkdir -p $(FUZZ_DIR)/protobuf-src
-	for f in $(PROTOBUF_FUZZ_SOURCES); do \
-	  sed -E '/^import (ShrinkwrapIR|ShrinkwrapRuntime|ONNXSchema|CoreMLSchema)$$/d' $$f > $(FUZZ_DIR)/protobuf-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
-	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -swift-version 5 -module-name ProtobufImportFuzz $(FUZZ_LINK) \
-	  -I $(dir $(PROTOBUF_FUZZ_LIB)) $(FUZZ_DIR)/protobuf-src/*.swift Fuzz/ProtobufImportFuzz/main.swift $(PROTOBUF_FUZZ_LIB) -o $@
+$(FUZZ_DIR)/model-fuzz: Fuzz/ModelFuzz/main.swift $(MODEL_FUZZ_SOURCES) $(PROTOBUF_FUZZ_LIB)
+	rm -rf $(FUZZ_DIR)/model-src && mkdir -p $(FUZZ_DIR)/model-src
+	for f in $(MODEL_FUZZ_SOURCES); do \
+	  sed -E '/^import (ShrinkwrapIR|ShrinkwrapRuntime|ONNXSchema|CoreMLSchema|FlatBuffers|ZipArchive)$$/d' $$f \
+	    > $(FUZZ_DIR)/model-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
+	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -swift-version 5 -module-name ModelFuzz $(FUZZ_LINK) \
+	  -I $(dir $(PROTOBUF_FUZZ_LIB)) $(FUZZ_DIR)/model-src/*.swift Fuzz/ModelFuzz/main.swift $(PROTOBUF_FUZZ_LIB) -o $@
 
 # Seeds: every ONNX / Core ML file under 64 KiB in the samples and, when they are there, in the
 # ONNX node and model suites (`make testdata`) and the .mlmodel files the Core ML suites wrote.
-fuzz-protobuf: deps $(FUZZ_DIR)/protobuf-fuzz ## fuzz the ONNX and Core ML importers (then interpreter, exporters) for FUZZ_RUNS executions
-	rm -rf $(FUZZ_DIR)/protobuf-seeds && mkdir -p $(FUZZ_DIR)/protobuf-seeds $(FUZZ_DIR)/protobuf-corpus
+fuzz-models: deps $(FUZZ_DIR)/model-fuzz ## fuzz ONNX / Core ML import, the interpreter and the three exporters for FUZZ_RUNS executions
+	rm -rf $(FUZZ_DIR)/model-seeds && mkdir -p $(FUZZ_DIR)/model-seeds $(FUZZ_DIR)/model-corpus
 	@n=0; find Samples $(wildcard $(TESTDATA)/onnx-node $(TESTDATA)/onnx-models $(TESTDATA)/coreml-crosscheck) -size -64k \
 	  \( -name '*.onnx' -o -name '*.mlmodel' \) | sort | while read -r f; do \
-	  n=$$((n + 1)); cp "$$f" "$(FUZZ_DIR)/protobuf-seeds/$$(printf %05d $$n)_$$(basename "$$f")"; done
-	@echo "protobuf fuzz seeds: $$(ls $(FUZZ_DIR)/protobuf-seeds | wc -l) files$(if $(wildcard $(TESTDATA)/onnx-node),, (samples only: make testdata adds the ONNX suites))"
-	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/protobuf-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
-	  -artifact_prefix=$(FUZZ_DIR)/protobuf- $(FUZZ_DIR)/protobuf-corpus $(FUZZ_DIR)/protobuf-seeds
+	  n=$$((n + 1)); cp "$$f" "$(FUZZ_DIR)/model-seeds/$$(printf %05d $$n)_$$(basename "$$f")"; done
+	@echo "model fuzz seeds: $$(ls $(FUZZ_DIR)/model-seeds | wc -l) files$(if $(wildcard $(TESTDATA)/onnx-node),, (samples only: make testdata adds the ONNX suites))"
+	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/model-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+	  -artifact_prefix=$(FUZZ_DIR)/model- $(FUZZ_DIR)/model-corpus $(FUZZ_DIR)/model-seeds
 
 # --- test data (generated, git-ignored) --------------------------------------
 TESTDATA_STAMP := $(TESTDATA)/.stamp

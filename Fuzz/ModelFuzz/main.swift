@@ -1,20 +1,20 @@
-// libFuzzer target for the two protobuf formats: the ONNX importer
-// (Sources/ShrinkwrapONNX) and the Core ML importer (Sources/ShrinkwrapCoreML),
-// with what runs on an imported graph — constant decoding, the interpreter
-// (Sources/ShrinkwrapRuntime), the ONNX and Core ML exporters.
+// libFuzzer target for whole models: every input is offered to the ONNX
+// importer (Sources/ShrinkwrapONNX) and the Core ML importer
+// (Sources/ShrinkwrapCoreML), and what imports goes through what the tool does
+// with a graph — constant decoding, the interpreter (Sources/ShrinkwrapRuntime),
+// export preparation and all three exporters (ONNX, Core ML, TFLite), with the
+// ONNX and TFLite files written imported again.
 //
-// Not a SwiftPM target: `make fuzz-protobuf` compiles SwiftProtobuf from the
-// pinned checkout into a static library, then copies IR, Runtime, both schemas
-// and both formats' sources with their cross-module imports removed (all but
-// `import SwiftProtobuf`) and compiles them with this file into one module
-// (swiftc -sanitize=fuzzer,address). Seeds: the ONNX node suite and model
-// suites in .testdata (when `make testdata` made them), the .mlmodel files the
-// Core ML suites wrote, and the samples.
+// Not a SwiftPM target: `make fuzz-models` compiles SwiftProtobuf from the
+// pinned checkout into a static library, then copies the IR, Runtime, both
+// protobuf schemas, FlatBuffers, ZipArchive and the three formats' sources with
+// their cross-module imports removed (all but `import SwiftProtobuf`) and
+// compiles them with this file into one module (swiftc -sanitize=fuzzer,address).
+// Seeds: the samples, the ONNX node suite and model suites in .testdata (when
+// `make testdata` made them) and the .mlmodel files the Core ML suites wrote.
 //
-// Every input is offered to both importers. What imports has every constant
-// decoded, runs in the interpreter on small synthetic inputs, and is written
-// by both exporters; the ONNX file written is imported again. Any of them may
-// throw; a crash, trap, sanitizer report, hang or runaway allocation is a bug.
+// Any step may throw; a crash, trap, sanitizer report, hang or runaway
+// allocation is a bug.
 
 import Foundation
 
@@ -46,6 +46,9 @@ private func exercise(_ graph: Graph) {
     }
     if let prepared = try? ExportPreparation.prepare(graph) {
         _ = try? CoreMLExporter.export(prepared.graph)
+        if let tflite = try? TFLiteExporter.export(prepared.graph) {
+            _ = try? TFLiteImporter.importModel(bytes: [UInt8](tflite), file: "fuzz-reexported.tflite")
+        }
     }
 }
 
