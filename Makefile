@@ -175,7 +175,7 @@ fuzz-models: deps $(FUZZ_DIR)/model-fuzz ## fuzz ONNX / Core ML import, the inte
 	  \( -name '*.onnx' -o -name '*.mlmodel' \) | sort | while read -r f; do \
 	  n=$$((n + 1)); cp "$$f" "$(FUZZ_DIR)/model-seeds/$$(printf %05d $$n)_$$(basename "$$f")"; done
 	@echo "model fuzz seeds: $$(ls $(FUZZ_DIR)/model-seeds | wc -l) files$(if $(wildcard $(TESTDATA)/onnx-node),, (samples only: make testdata adds the ONNX suites))"
-	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/model-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/model-fuzz -runs=$(FUZZ_RUNS) -timeout=30 -rss_limit_mb=4096 -max_len=65536 \
 	  -artifact_prefix=$(FUZZ_DIR)/model- $(FUZZ_DIR)/model-corpus $(FUZZ_DIR)/model-seeds
 
 # --- test data (generated, git-ignored) --------------------------------------
