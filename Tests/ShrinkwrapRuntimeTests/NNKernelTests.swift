@@ -300,6 +300,17 @@ final class NNKernelTests: XCTestCase {
                          ["kernel_shape": .ints([1, 2]), "strides": .ints([1, 2])])
         XCTAssertEqual(u.dtype, .uint8)
         XCTAssertEqual(u.ints, [9, 7])
+        // Pads wider than the kernel (found by make fuzz-models: converting the −∞ of a window
+        // with no element to an integer trapped): such a window gives the type's smallest value,
+        // −∞ for floats.
+        let wide: [String: Attribute] = ["kernel_shape": .ints([1, 2]), "pads": .ints([0, 3, 0, 0])]
+        for (dtype, lowest) in [(DType.uint8, Int64(0)), (.int8, Int64(Int8.min)), (.int16, Int64(Int16.min))] {
+            let p = try run1("MaxPool", [Tensor(ints: [3, 9, 1, 7], shape: [1, 1, 1, 4], dtype: dtype)], wide)
+            XCTAssertEqual(p.dtype, dtype)
+            XCTAssertEqual(p.ints, [lowest, lowest, 3, 9, 9, 7], "\(dtype)")
+        }
+        let pf = try run1("MaxPool", [t([3, 9, 1, 7], [1, 1, 1, 4])], wide)
+        XCTAssertEqual(pf.floats, [-.infinity, -.infinity, 3, 9, 9, 7])
     }
 
     func testAveragePoolCountIncludePad() throws {

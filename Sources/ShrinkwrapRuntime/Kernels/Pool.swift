@@ -202,7 +202,10 @@ extension NNKernels {
         }
         var outs: [Tensor]
         if case .int = xt.storage {
-            let ints = y.map { Int64($0) }
+            // A window entirely in the padding has no element: −∞ for floats, the type's
+            // smallest value here (pads ≥ kernel; onnxruntime refuses such a model).
+            let lowest = EWKit.intRange(xt.dtype).min
+            let ints = y.map { $0.isFinite ? Int64($0) : lowest }
             outs = [Tensor(dtype: xt.dtype, shape: outShape, storage: .int(ints))]
         } else {
             roundToDType(&y, xt.dtype)
