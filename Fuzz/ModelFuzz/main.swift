@@ -59,10 +59,13 @@ private func exercise(_ graph: Graph) {
     }
 }
 
+/// A runtime input's shape with its free dimensions as 1 (what preparation fixes the batch to).
+private func concreteShape(_ input: ValueInfo) -> [Int] { (input.shape ?? []).map { $0.value ?? 1 } }
+
 private func preparedInputsAreSmall(_ graph: Graph) -> Bool {
     var total = 0
     for input in graph.runtimeInputs {
-        guard let n = checkedElementCount((input.shape ?? []).map { $0.value ?? 1 }, limit: preparedInputLimit) else { return false }
+        guard let n = checkedElementCount(concreteShape(input), limit: preparedInputLimit) else { return false }
         total += n
         if total > preparedInputLimit { return false }
     }
@@ -78,7 +81,7 @@ private func smallInputs(_ graph: Graph) -> [String: Tensor]? {
         return state &* 2_685_821_657_736_338_717
     }
     for input in graph.runtimeInputs {
-        let shape = (input.shape ?? []).map { $0.value ?? 1 }
+        let shape = concreteShape(input)
         guard let n = checkedElementCount(shape, limit: inputElementLimit) else { return nil }
         let dtype = input.dtype ?? .float32
         if dtype.isFloatingPoint {

@@ -131,7 +131,7 @@ final class CoreMLLayerExportTests: XCTestCase {
 
     /// What the writer reads besides the weights — the output shape a deconvolution records, the group —
     /// comes from the graph; a wrong one is a named refusal, not a trap (the output-shape case was found by
-    /// `make fuzz-protobuf`, through an ONNX file whose initializer shadowed the node's output).
+    /// `make fuzz-models`, through an ONNX file whose initializer shadowed the node's output).
     func testDeconvolutionWithImpossibleShapeOrGroupIsRefused() throws {
         var b = Builder()
         b.input("x", [1, 2, 3, 3])
