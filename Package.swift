@@ -24,8 +24,8 @@ let package = Package(
         // CRC-32 — and a deterministic writer of stored archives. Under .npz files and TFLite metadata's appended files.
         .target(name: "ZipArchive", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
-        .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
-        .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime"]),
+        .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR"]),
+        .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression"]),
         .target(
             name: "ONNXSchema",
             dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
@@ -57,7 +57,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "ShrinkwrapCLI",
-            dependencies: ["Shrinkwrap", "ShrinkwrapReport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapCompression", "ShrinkwrapRuntime", "ShrinkwrapReport",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "ShrinkwrapTestSupport", path: "Tests/ShrinkwrapTestSupport"),
         .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapTestSupport"]),
@@ -75,7 +76,7 @@ let package = Package(
             exclude: ["conformance-exclusions.txt"]
         ),
         .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport", "ShrinkwrapTestSupport",
-                                                     "ZipArchive", "ShrinkwrapTFLite", "FlatBuffers"], exclude: ["Fixtures"]),
+                                                     "ZipArchive", "ShrinkwrapTFLite", "ShrinkwrapCoreML", "FlatBuffers"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
         .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers"], exclude: ["Fixtures"]),
         .testTarget(name: "ZipArchiveTests", dependencies: ["ZipArchive", "ShrinkwrapTestSupport"]),

@@ -7,14 +7,20 @@ public struct CompressionSettings: Sendable {
     public var mode: String?
     public var bits: Int?
     public var granularity: String?
-    public var symmetric = false
-    public var exactZero = false
-    public var clampFP16 = false
-    public var lutFile: String?
+    /// The codec options given (`--symmetric`, `--lut FILE` …), by option key; the codec of `mode` checks them.
+    public var codecSettings: [String: CodecSetting] = [:]
     public var planFile: String?
     public var minElements: Int?
 
     public init() {}
+
+    /// The width a report names for these settings: the given bits, else the
+    /// mode's fixed width, else the codecs' default; 32 without compression.
+    public var reportedBits: Int {
+        if let bits { return bits }
+        guard let mode else { return planFile == nil ? 32 : CodecOptions().bits }
+        return (try? WeightCodecs.codec(named: mode))?.fixedBits ?? CodecOptions().bits
+    }
 
     /// The plan: the file's rules, with the flags as the global rule (flags
     /// beat the file's "global"; name and op-type rules still beat both).
@@ -24,46 +30,17 @@ public struct CompressionSettings: Sendable {
             guard minElements >= 0 else { throw CompressionError.badPlan(file: "--min-elements", reason: "must be at least 0") }
             plan.minElements = minElements
         }
+        let origin = SettingOrigin.commandLine
         guard let mode else {
-            if planFile == nil { throw CompressionError.badPlan(file: "(command line)", reason: "give --mode or --plan") }
-            if bits != nil || granularity != nil || symmetric || exactZero || clampFP16 || lutFile != nil {
-                throw CompressionError.badPlan(file: "(command line)", reason: "--bits, --granularity, --symmetric, --exact-zero, --clamp-fp16 and --lut need --mode")
+            if planFile == nil { throw origin.error("give --mode or --plan") }
+            if bits != nil || granularity != nil || !codecSettings.isEmpty {
+                let given = (["bits", "granularity"] + WeightCodecs.allOptions.map(\.key)).map(origin.name)
+                throw origin.error("\(given.dropLast().joined(separator: ", ")) and \(given.last ?? "") need --mode")
             }
             return plan
         }
-        let codec = try WeightCodecs.codec(named: mode)
-        var o = CodecOptions()
-        o.granularity = try granularity.map { try Granularity(parsing: $0) } ?? WeightCodecs.defaultGranularity(codec)
-        o.symmetric = symmetric
-        o.exactZero = exactZero
-        o.clampFP16 = clampFP16
-        if symmetric && exactZero { throw CompressionError.badPlan(file: "(command line)", reason: "--symmetric already makes 0 exact; drop --exact-zero") }
-        if (symmetric || exactZero) && mode != "linear" {
-            throw CompressionError.badPlan(file: "(command line)", reason: "--symmetric and --exact-zero apply to --mode linear only")
-        }
-        if clampFP16 && mode != "fp16" { throw CompressionError.badPlan(file: "(command line)", reason: "--clamp-fp16 applies to --mode fp16 only") }
-        if let lutFile {
-            guard mode == "custom-lut" else { throw CompressionError.badPlan(file: "(command line)", reason: "--lut applies to --mode custom-lut only") }
-            o.lut = try CustomLUTCodec.loadTable(lutFile)
-        } else if mode == "custom-lut" {
-            throw CompressionError.badPlan(file: "(command line)", reason: "--mode custom-lut needs --lut FILE.json")
-        }
-        if let bits {
-            guard codec.bitWidths != nil else { throw CompressionError.badPlan(file: "(command line)", reason: "--mode \(mode) has a fixed width; drop --bits") }
-            o.bits = bits
-        } else if let lut = o.lut {
-            o.bits = CustomLUTCodec.bits(for: lut.count)
-        }
-        if let lut = o.lut, lut.count > 1 << o.bits {
-            throw CompressionError.badLUT(file: lutFile ?? "--lut", reason: "\(lut.count) entries do not fit \(o.bits) bits")
-        }
-        if let range = codec.bitWidths, !range.contains(o.bits) {
-            throw CompressionError.unsupportedBits(mode: mode, bits: o.bits, allowed: "\(range.lowerBound)–\(range.upperBound)")
-        }
-        guard codec.granularities.contains(o.granularity.family) else {
-            throw CompressionError.unsupportedGranularity(mode: mode, granularity: o.granularity.description, supported: codec.granularities.joined(separator: ", "))
-        }
-        plan.global = .compress(CompressionRule(mode: mode, options: o))
+        let request = CodecRequest(bits: bits, granularity: try granularity.map { try Granularity(parsing: $0) }, settings: codecSettings)
+        plan.global = .compress(CompressionRule(mode: mode, options: try WeightCodecs.options(mode: mode, request, origin: origin)))
         return plan
     }
 }

@@ -44,7 +44,7 @@ public enum ModelFormats {
                         let (data, layout) = try ONNXExporter.exportWithLayout(ModelFormats.typingOutputs(g))
                         return ExportedModel(data: data, sizeSummary: layout.summary)
                     },
-                    exportedOps: ONNXExporter.supportedOps.filter { KernelRegistry.kernels[$0] != nil },  // IR ops (import-only forms like Upsample are not)
+                    exportedOps: ONNXExporter.supportedOps.filter { OpTable[$0] != nil },  // IR ops (import-only forms like Upsample are not)
                     weightStorage: ONNXExporter.weightStorage),
         ModelFormat(name: "coreml", title: CoreMLExporter.format, extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
                     supportedOps: CoreMLImporter.supportedLayers,

@@ -6,12 +6,12 @@ import ShrinkwrapRuntime
 
 /// What `shrinkwrap sweep` varies and keeps.
 public struct SweepOptions: Sendable {
-    /// fp16 runs once (16 bits); the other modes once per width.
-    public var modes = ["fp16", "linear", "linear-lut", "kmeans-lut"]
+    /// A fixed-width mode (fp16) runs once; the other modes once per width.
+    public var modes = WeightCodecs.defaultSweepModes
     public var bits = [8, 4, 2, 1]
     public var granularity: String?
-    /// Linear variants with signed codes around 0 (the int8 form TFLite stores).
-    public var symmetric = false
+    /// Codec options (`--symmetric` …), each given to the variants whose codec takes it.
+    public var codecSettings: [String: CodecSetting] = [:]
     public var minElements: Int?
     /// Write every variant here (as `outFormat`), and measure file sizes.
     public var outDir: String?
@@ -40,7 +40,7 @@ public enum Sweep {
         for m in o.modes {
             let codec = try WeightCodecs.codec(named: m)
             if codec.bitWidths == nil {
-                out.append((m, m == "fp16" ? 16 : 0))
+                out.append((m, codec.effectiveBits(0)))
             } else {
                 for b in o.bits {
                     guard codec.bitWidths?.contains(b) == true else { throw Error(description: "--bits \(b) is outside what \(m) takes") }
@@ -78,10 +78,11 @@ public enum Sweep {
         for (k, v) in plan.enumerated() {
             let t0 = Date()
             var s = CompressionSettings()
+            let codec = try WeightCodecs.codec(named: v.mode)
             s.mode = v.mode
-            s.bits = v.mode == "fp16" ? nil : v.bits
+            s.bits = codec.bitWidths == nil ? nil : v.bits
             s.granularity = o.granularity
-            s.symmetric = o.symmetric && v.mode == "linear"
+            s.codecSettings = o.codecSettings.filter { key, _ in codec.options.contains { $0.key == key } }
             s.minElements = o.minElements
             var g = graph
             let log = try Shrinkwrap.compress(&g, plan: try s.plan(), threads: o.threads)
@@ -103,7 +104,7 @@ public enum Sweep {
             }
             if let dump = o.dumpWeightsDir { try dumpWeights(g, to: URL(fileURLWithPath: dump).appendingPathComponent(variantTag(v))) }
             let (outputs, layers) = try runner.compare(g)
-            let granularity = try o.granularity ?? WeightCodecs.defaultGranularity(try WeightCodecs.codec(named: v.mode)).description
+            let granularity = o.granularity ?? WeightCodecs.defaultGranularity(codec).description
             result.append(Variant(mode: v.mode, bits: v.bits, granularity: granularity, size: size(g, fileBytes: fileBytes),
                                   outputs: outputs, layers: layers,
                                   skipped: log.entries.compactMap { e in e.skipped.map { SkippedWeight(name: e.name, reason: $0) } },
@@ -118,14 +119,17 @@ public enum Sweep {
             "layer_samples": String(o.layerSamples),
         ]
         if let g = o.granularity { options["granularity"] = g }
-        if o.symmetric { options["symmetric"] = "true" }
+        for (key, setting) in o.codecSettings where setting == .flag(true) { options[key] = "true" }
         if let m = o.minElements { options["min_elements"] = String(m) }
         return SweepReport(tool: "shrinkwrap \(Shrinkwrap.version)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
                            data: data, options: options, reference: size(graph, fileBytes: fileData.count), variants: result)
     }
 
-    static func variantTag(_ v: (mode: String, bits: Int)) -> String { v.mode == "fp16" ? "fp16" : "\(v.mode)-\(v.bits)" }
+    /// "linear-4"; a fixed-width mode by its name alone ("fp16").
+    static func variantTag(_ v: (mode: String, bits: Int)) -> String {
+        (try? WeightCodecs.codec(named: v.mode))?.bitWidths == nil ? v.mode : "\(v.mode)-\(v.bits)"
+    }
 
     /// Decoded compressed weights as .npy files with a manifest [{"name", "file"}].
     static func dumpWeights(_ g: Graph, to dir: URL) throws {

@@ -213,16 +213,17 @@ struct CompressionFlags: ParsableArguments {
     @Option(help: "per-tensor, per-channel, per-block:B or per-grouped-channel:G (default: the mode's first).")
     var granularity: String?
 
-    @Flag(help: "linear: signed codes symmetric around 0 (zero point 0).")
+    // Codec options: each codec declares its own (name, help) and interprets the value (WeightCodec.apply).
+    @Flag(name: .customLong(LinearCodec.symmetric.longName), help: ArgumentHelp(WeightCodecs.optionHelp(LinearCodec.symmetric.key)))
     var symmetric = false
 
-    @Flag(name: .customLong("exact-zero"), help: "linear, asymmetric: an integer zero point, so 0 is exact (what ONNX and TFLite store).")
+    @Flag(name: .customLong(LinearCodec.exactZero.longName), help: ArgumentHelp(WeightCodecs.optionHelp(LinearCodec.exactZero.key)))
     var exactZero = false
 
-    @Flag(name: .customLong("clamp-fp16"), help: "fp16: clamp values beyond ±65504 instead of failing (the log says how many).")
+    @Flag(name: .customLong(Float16Codec.clamp.longName), help: ArgumentHelp(WeightCodecs.optionHelp(Float16Codec.clamp.key)))
     var clampFP16 = false
 
-    @Option(help: "custom-lut: the table, a JSON array of numbers.")
+    @Option(name: .customLong(CustomLUTCodec.table.longName), help: ArgumentHelp(WeightCodecs.optionHelp(CustomLUTCodec.table.key), valueName: "file"))
     var lut: String?
 
     @Option(help: "A JSON plan with global, per-op-type and per-name rules (name beats op type beats global).")
@@ -237,8 +238,10 @@ struct CompressionFlags: ParsableArguments {
     var settings: CompressionSettings {
         var s = CompressionSettings()
         s.mode = mode; s.bits = bits; s.granularity = granularity
-        s.symmetric = symmetric; s.exactZero = exactZero; s.clampFP16 = clampFP16
-        s.lutFile = lut; s.planFile = plan; s.minElements = minElements
+        s.planFile = plan; s.minElements = minElements
+        let flags = [(LinearCodec.symmetric, symmetric), (LinearCodec.exactZero, exactZero), (Float16Codec.clamp, clampFP16)]
+        for (option, on) in flags where on { s.codecSettings[option.key] = .flag(true) }
+        if let lut { s.codecSettings[CustomLUTCodec.table.key] = .file(lut) }
         return s
     }
 
@@ -393,7 +396,7 @@ struct Convert: ParsableCommand {
         let set = try data.load(graph: original)
         let report = try Sweep.comparison(
             reference: original, at: model, candidate: written, at: output, data: set, labels: [], threads: compression.threads,
-            mode: settings, bits: compression.bits ?? (settings == "fp16" ? 16 : settings == "float32" ? 32 : 8),
+            mode: settings, bits: compression.settings.reportedBits,
             granularity: compression.granularity ?? "default",
             options: ["output": URL(fileURLWithPath: output).lastPathComponent, "compression": settings]
                 .merging(layout.map { ["file_layout": $0] } ?? [:]) { a, _ in a })

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Shrinkwrap
+import ShrinkwrapCompression
 import ShrinkwrapIR
 import ShrinkwrapReport
 
@@ -198,7 +199,7 @@ struct SweepCommand: ParsableCommand {
     @OptionGroup var data: DataFlags
 
     @Option(help: "Modes, comma-separated.")
-    var modes = "fp16,linear,linear-lut,kmeans-lut"
+    var modes = WeightCodecs.defaultSweepModes.joined(separator: ",")
 
     @Option(help: "Bit widths of the non-fp16 modes, comma-separated.")
     var bits = "8,4,2,1"
@@ -206,7 +207,8 @@ struct SweepCommand: ParsableCommand {
     @Option(help: "Granularity for every mode (default: each mode's own).")
     var granularity: String?
 
-    @Flag(help: "Linear variants use signed codes around 0 (what --out-format tflite can store as int8).")
+    @Flag(name: .customLong(LinearCodec.symmetric.longName),
+          help: ArgumentHelp(WeightCodecs.optionHelp(LinearCodec.symmetric.key) + " (What --out-format tflite can store as int8.)"))
     var symmetric = false
 
     @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
@@ -245,7 +247,7 @@ struct SweepCommand: ParsableCommand {
             return b
         }
         o.granularity = granularity
-        o.symmetric = symmetric
+        if symmetric { o.codecSettings[LinearCodec.symmetric.key] = .flag(true) }
         o.minElements = minElements
         o.outDir = outDir
         o.outFormat = outFormat

@@ -46,39 +46,6 @@ public struct CompressionLog: Sendable, Equatable, Codable {
 /// The compress pass: rewrites the chosen constants of a graph into their
 /// compressed encodings and logs every constant, compressed or not.
 public enum CompressWeights {
-    /// A weight's role at one use.
-    enum Role: Equatable {
-        case weight(outputAxis: Int, inputAxis: Int)
-        case notWeight(String)
-    }
-
-    /// The role of input `index` of `node` (whose tensor has `rank` dimensions).
-    static func role(of node: Node, input index: Int, rank: Int, graph: Graph) -> Role {
-        let here = "\(node.opType) '\(node.label)'"
-        switch (node.opType, index) {
-        case ("Conv", 1): return .weight(outputAxis: 0, inputAxis: min(1, max(rank - 1, 0)))
-        case ("ConvTranspose", 1): return .weight(outputAxis: min(1, max(rank - 1, 0)), inputAxis: 0)
-        case ("Conv", 2), ("ConvTranspose", 2), ("Gemm", 2): return .notWeight("bias of \(here)")
-        case ("Gemm", 1):
-            if case .int(let t)? = node.attributes["transB"], t != 0 { return .weight(outputAxis: 0, inputAxis: min(1, max(rank - 1, 0))) }
-            return .weight(outputAxis: min(1, max(rank - 1, 0)), inputAxis: 0)
-        case ("MatMul", 1) where rank >= 2: return .weight(outputAxis: rank - 1, inputAxis: rank - 2)
-        case ("Gather", 0):
-            let axis: Int
-            if case .int(let a)? = node.attributes["axis"] { axis = a < 0 ? a + rank : a } else { axis = 0 }
-            if rank >= 2, axis == 0, let idx = node.input(1), !graph.isConstant(idx) { return .weight(outputAxis: 0, inputAxis: 1) }
-            return .notWeight("table of \(here) is not an embedding lookup")
-        case ("LSTM", 1), ("LSTM", 2), ("GRU", 1), ("GRU", 2), ("RNN", 1), ("RNN", 2):
-            return .weight(outputAxis: min(1, max(rank - 1, 0)), inputAxis: min(2, max(rank - 1, 0)))
-        case ("LSTM", 3), ("GRU", 3), ("RNN", 3): return .notWeight("bias of \(here)")
-        case ("BatchNormalization", _), ("InstanceNormalization", _), ("LayerNormalization", _),
-             ("GroupNormalization", _), ("RMSNormalization", _):
-            return .notWeight("normalization parameter of \(here)")
-        default:
-            return .notWeight("input \(index) of \(here) is not a weight")
-        }
-    }
-
     struct Task: Sendable {
         var index: Int
         var input: WeightInput
@@ -121,7 +88,7 @@ public enum CompressWeights {
             var axes: (Int, Int)? = nil
             var notWeight: String? = nil
             for u in users {
-                switch role(of: u.node, input: u.input, rank: t.rank, graph: graph) {
+                switch OpTable.role(of: u.node, input: u.input, rank: t.rank, isConstant: graph.isConstant) {
                 case .weight(let o, let i):
                     if let a = axes, a != (o, i) { notWeight = "used with different channel axes by its consumers" }
                     axes = (o, i)

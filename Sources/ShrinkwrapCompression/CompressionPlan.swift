@@ -13,7 +13,7 @@ public struct CompressionRule: Sendable, Equatable {
         var parts = [mode]
         if codec?.bitWidths != nil { parts.append("\(options.bits)-bit") }
         parts.append(options.granularity.description)
-        if mode == "linear" { parts.append(options.symmetric ? "symmetric" : (options.exactZero ? "exact-zero" : "asymmetric")) }
+        parts += codec?.describe(options) ?? []
         return parts.joined(separator: " ")
     }
 }
@@ -59,10 +59,11 @@ public struct CompressionPlan: Sendable, Equatable {
     ///   "min_elements": 4096 }
     /// ```
     ///
-    /// Rule keys: mode (required), bits, granularity, symmetric, exact_zero,
-    /// clamp_fp16, lut (an array, or a file path relative to the plan). A rule
-    /// may be the string "skip" (or null). Unknown keys are errors: a typo
-    /// never silently changes what gets compressed.
+    /// Rule keys: mode (required), bits, granularity, and the options of the
+    /// rule's codec (`WeightCodec.options`: symmetric, exact_zero, clamp_fp16,
+    /// lut — an array, or a file path relative to the plan). A rule may be the
+    /// string "skip" (or null). Unknown keys are errors, and so are options of
+    /// another mode: a typo never silently changes what gets compressed.
     public static func load(_ path: String) throws(CompressionError) -> CompressionPlan {
         guard let data = FileManager.default.contents(atPath: path) else { throw .badPlan(file: path, reason: "cannot read the file") }
         let root: JSONValue
@@ -102,45 +103,32 @@ public struct CompressionPlan: Sendable, Equatable {
     }
 
     private static func rule(_ o: [String: JSONValue], at place: String, file: String, dir: String) throws(CompressionError) -> CompressionRule {
-        func bad(_ r: String) -> CompressionError { .badPlan(file: file, reason: "\(place): \(r)") }
-        guard case .string(let mode)? = o["mode"] else { throw bad("a rule needs \"mode\" (one of \(WeightCodecs.modes.joined(separator: ", ")))") }
-        let codec: any WeightCodec
-        do { codec = try WeightCodecs.codec(named: mode) } catch { throw bad(error.description) }
-        var opt = CodecOptions(granularity: WeightCodecs.defaultGranularity(codec))
+        let origin = SettingOrigin.plan(file: file, rule: place)
+        guard case .string(let mode)? = o["mode"] else {
+            throw origin.error("a rule needs \"mode\" (one of \(WeightCodecs.modes.joined(separator: ", ")))")
+        }
+        do { _ = try WeightCodecs.codec(named: mode) } catch { throw origin.error(error.description) }
+        var request = CodecRequest()
+        let options = WeightCodecs.allOptions
         for (key, value) in o.sorted(by: { $0.key < $1.key }) {
             switch (key, value) {
             case ("mode", _): break
             case ("bits", .number(let n)):
-                guard n == n.rounded(), (1...8).contains(Int(exactly: n) ?? 0) else { throw bad("bits must be an integer 1–8") }
-                opt.bits = Int(n)
+                guard n == n.rounded(), (1...8).contains(Int(exactly: n) ?? 0) else { throw origin.error("bits must be an integer 1–8") }
+                request.bits = Int(n)
             case ("granularity", .string(let g)):
-                do { opt.granularity = try Granularity(parsing: g) } catch { throw bad(error.description) }
-            case ("symmetric", .bool(let b)): opt.symmetric = b
-            case ("exact_zero", .bool(let b)): opt.exactZero = b
-            case ("clamp_fp16", .bool(let b)): opt.clampFP16 = b
-            case ("lut", .array(let items)):
-                var lut: [Float] = []
-                for item in items {
-                    guard case .number(let x) = item, Float(x).isFinite else { throw bad("lut entries must be finite numbers") }
-                    lut.append(Float(x))
-                }
-                opt.lut = lut
-            case ("lut", .string(let p)):
-                let full = p.hasPrefix("/") ? p : (dir.isEmpty ? p : dir + "/" + p)
-                opt.lut = try CustomLUTCodec.loadTable(full)
-            case ("bits", _), ("granularity", _), ("symmetric", _), ("exact_zero", _), ("clamp_fp16", _), ("lut", _):
-                throw bad("\(key) has the wrong type")
+                do { request.granularity = try Granularity(parsing: g) } catch { throw origin.error(error.description) }
+            case ("bits", _), ("granularity", _):
+                throw origin.error("\(key) has the wrong type")
             default:
-                throw bad("unknown key '\(key)' (expected mode, bits, granularity, symmetric, exact_zero, clamp_fp16, lut)")
+                guard let option = options.first(where: { $0.key == key }) else {
+                    let known = ["mode", "bits", "granularity"] + options.map(\.key)
+                    throw origin.error("unknown key '\(key)' (expected \(known.joined(separator: ", ")))")
+                }
+                request.settings[key] = try option.setting(from: value, dir: dir, origin: origin)
             }
         }
-        if mode == "custom-lut" {
-            guard let lut = opt.lut, !lut.isEmpty else { throw bad("custom-lut needs \"lut\"") }
-            if o["bits"] == nil { opt.bits = CustomLUTCodec.bits(for: lut.count) }
-            if lut.count > 1 << opt.bits { throw bad("a table of \(lut.count) entries does not fit \(opt.bits) bits") }
-        }
-        if codec.bitWidths == nil, o["bits"] != nil { throw bad("mode \(mode) has a fixed width; drop \"bits\"") }
-        return CompressionRule(mode: mode, options: opt)
+        return CompressionRule(mode: mode, options: try WeightCodecs.options(mode: mode, request, origin: origin))
     }
 }
 

@@ -38,13 +38,33 @@ public enum Granularity: Sendable, Equatable, Hashable, CustomStringConvertible 
         }
     }
 
-    /// The granularity family, for "does this codec support it" checks.
-    public var family: String {
+    /// The granularity's kind (its case, without the size).
+    public var kind: GranularityKind {
         switch self {
-        case .perTensor: return "per-tensor"
-        case .perChannel: return "per-channel"
-        case .perBlock: return "per-block:B"
-        case .perGroupedChannel: return "per-grouped-channel:G"
+        case .perTensor: return .perTensor
+        case .perChannel: return .perChannel
+        case .perBlock: return .perBlock
+        case .perGroupedChannel: return .perGroupedChannel
+        }
+    }
+}
+
+/// The kinds of granularity a codec offers, as help texts write them.
+public enum GranularityKind: String, Sendable, CaseIterable, CustomStringConvertible {
+    case perTensor = "per-tensor"
+    case perChannel = "per-channel"
+    case perBlock = "per-block:B"
+    case perGroupedChannel = "per-grouped-channel:G"
+
+    public var description: String { rawValue }
+
+    /// The granularity of this kind with its size at 1, for defaults.
+    public var withDefaultSize: Granularity {
+        switch self {
+        case .perTensor: return .perTensor
+        case .perChannel: return .perChannel
+        case .perBlock: return .perBlock(1)
+        case .perGroupedChannel: return .perGroupedChannel(1)
         }
     }
 }
@@ -99,23 +119,60 @@ public struct CodecResult: Sendable, Equatable {
 }
 
 /// A compression mode. Each codec lives in `Codecs/<Mode>Codec.swift` and
-/// has one line in `WeightCodecs.all`; the CLI's `--mode` values and help
-/// come from that table.
+/// has one line in `WeightCodecs.all`; the codec owns everything about its
+/// mode: its name, bit widths, granularities, its own options (how they are
+/// read from flags and plan files, checked and defaulted), help lines and
+/// report order (its place in the table). Nothing outside the codec files
+/// compares mode names (`RegistryTests` checks).
 public protocol WeightCodec: Sendable {
     /// The `--mode` value.
     var mode: String { get }
     /// One line for `--help`.
     var summary: String { get }
-    /// The bit widths offered; nil when the codec has a fixed width (fp16).
+    /// The bit widths offered; nil when the codec has a fixed width (`fixedBits`).
     var bitWidths: ClosedRange<Int>? { get }
-    /// The granularity families offered, the first being the default.
-    var granularities: [String] { get }
+    /// The fixed width of a codec without `bitWidths` (fp16: 16).
+    var fixedBits: Int? { get }
+    /// The granularities offered, the first being the default.
+    var granularities: [GranularityKind] { get }
+    /// What the encoded weights are, for the formats' "can I store this" checks.
+    var storage: WeightStorageKind { get }
+    /// Whether `sweep` tries this mode by default.
+    var inDefaultSweep: Bool { get }
+    /// The options this codec takes besides bits and granularity.
+    var options: [CodecOption] { get }
+    /// Turns the settings a user gave for this codec's `options` into `o`, and
+    /// checks them together (bits and granularity are already in `o`;
+    /// `bitsGiven` says whether the user chose the bits).
+    func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError)
+    /// Words for a rule's summary beyond mode, bits and granularity ("symmetric").
+    func describe(_ o: CodecOptions) -> [String]
     /// Encodes one weight. Called only after `WeightCodecs.check` accepted the
     /// input and options, so values are finite and axes valid.
     func encode(_ weight: WeightInput, _ options: CodecOptions) throws(CompressionError) -> CodecResult
 }
 
-/// The codec table: the single list of compression modes.
+extension WeightCodec {
+    public var fixedBits: Int? { nil }
+    public var inDefaultSweep: Bool { true }
+    public var options: [CodecOption] { [] }
+    public func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError) {}
+    public func describe(_ o: CodecOptions) -> [String] { [] }
+    /// The bits a variant of this codec has: its fixed width, else `bits`.
+    public func effectiveBits(_ bits: Int) -> Int { fixedBits ?? bits }
+}
+
+/// What a codec's encoded weights are.
+public enum WeightStorageKind: String, Sendable {
+    /// IEEE half precision.
+    case float16
+    /// Integer codes with scales (and offsets): `AffineWeights`.
+    case affine
+    /// Indices into lookup tables: `PaletteWeights`.
+    case palette
+}
+
+/// The codec table: the single list of compression modes, in report order.
 public enum WeightCodecs {
     public static let all: [any WeightCodec] = [
         Float16Codec(),
@@ -127,14 +184,15 @@ public enum WeightCodecs {
 
     public static var modes: [String] { all.map(\.mode) }
 
-    /// A codec's default granularity: its first family.
+    /// The modes a sweep tries unless told otherwise.
+    public static var defaultSweepModes: [String] { all.filter(\.inDefaultSweep).map(\.mode) }
+
+    /// A mode's place in reports: its place in the table (unknown modes last).
+    public static func reportRank(_ mode: String) -> Int { all.firstIndex { $0.mode == mode } ?? all.count }
+
+    /// A codec's default granularity: its first.
     public static func defaultGranularity(_ codec: any WeightCodec) -> Granularity {
-        switch codec.granularities.first {
-        case "per-channel": return .perChannel
-        case "per-block:B": return .perBlock(1)
-        case "per-grouped-channel:G": return .perGroupedChannel(1)
-        default: return .perTensor
-        }
+        (codec.granularities.first ?? .perTensor).withDefaultSize
     }
 
     public static func codec(named mode: String) throws(CompressionError) -> any WeightCodec {
@@ -142,12 +200,54 @@ public enum WeightCodecs {
         return c
     }
 
+    /// Every option any codec takes, each once (in table order).
+    public static var allOptions: [CodecOption] {
+        var seen = Set<String>(), out: [CodecOption] = []
+        for c in all { for o in c.options where seen.insert(o.key).inserted { out.append(o) } }
+        return out
+    }
+
+    /// The help line of the option `key`, naming the modes that take it.
+    public static func optionHelp(_ key: String) -> String {
+        let owners = all.filter { $0.options.contains { $0.key == key } }
+        let help = owners.first?.options.first { $0.key == key }?.help ?? ""
+        return owners.map(\.mode).joined(separator: ", ") + ": " + help
+    }
+
     /// The help text listing every mode, its bit widths and granularities.
     public static var help: String {
         all.map { c in
             let bits = c.bitWidths.map { "bits \($0.lowerBound)–\($0.upperBound)" } ?? "fixed width"
-            return "\(c.mode): \(c.summary) (\(bits); \(c.granularities.joined(separator: ", ")))"
+            return "\(c.mode): \(c.summary) (\(bits); \(c.granularities.map(\.description).joined(separator: ", ")))"
         }.joined(separator: "\n")
+    }
+
+    /// The options for `mode` from what a user asked (flags or a plan rule):
+    /// settings a codec does not take, widths and granularities it does not
+    /// offer and settings that contradict each other are errors, named the
+    /// way the user wrote them (`origin`).
+    public static func options(mode: String, _ request: CodecRequest, origin: SettingOrigin) throws(CompressionError) -> CodecOptions {
+        let codec = try codec(named: mode)
+        for key in request.settings.keys.sorted() where !codec.options.contains(where: { $0.key == key }) {
+            let owners = all.filter { $0.options.contains { $0.key == key } }.map(\.mode)
+            let reason = owners.isEmpty ? "unknown option \(origin.name(key))"
+                : "\(origin.name(key)) applies to \(origin.name("mode")) \(owners.joined(separator: ", ")) only"
+            throw origin.error(reason)
+        }
+        var o = CodecOptions(granularity: request.granularity ?? defaultGranularity(codec))
+        if let bits = request.bits {
+            guard codec.bitWidths != nil else { throw origin.error("\(origin.name("mode")) \(mode) has a fixed width; drop \(origin.name("bits"))") }
+            o.bits = bits
+        }
+        try codec.apply(request.settings, bitsGiven: request.bits != nil, to: &o, origin: origin)
+        if let range = codec.bitWidths, !range.contains(o.bits) {
+            throw .unsupportedBits(mode: mode, bits: o.bits, allowed: "\(range.lowerBound)–\(range.upperBound)")
+        }
+        guard codec.granularities.contains(o.granularity.kind) else {
+            throw .unsupportedGranularity(mode: mode, granularity: o.granularity.description,
+                                          supported: codec.granularities.map(\.description).joined(separator: ", "))
+        }
+        return o
     }
 
     /// Validates the input and options, then encodes.
@@ -162,9 +262,9 @@ public enum WeightCodecs {
         if let range = codec.bitWidths, !range.contains(o.bits) {
             throw .unsupportedBits(mode: codec.mode, bits: o.bits, allowed: "\(range.lowerBound)–\(range.upperBound)")
         }
-        guard codec.granularities.contains(o.granularity.family) else {
+        guard codec.granularities.contains(o.granularity.kind) else {
             throw .unsupportedGranularity(mode: codec.mode, granularity: o.granularity.description,
-                                          supported: codec.granularities.joined(separator: ", "))
+                                          supported: codec.granularities.map(\.description).joined(separator: ", "))
         }
         guard let n = checkedElementCount(w.shape), n == w.values.count else {
             throw .badWeight(tensor: w.name, reason: "\(w.values.count) values for shape \(w.shape)")

@@ -47,7 +47,7 @@ public enum CoreMLImporter {
         graph.sourceFormat = "coreml"
         graph.sourceVersion = "specification \(model.specificationVersion)"
         do {
-            return try graph.validatedAndSorted()
+            return try graph.checkedAgainstOpTable(file: file).validatedAndSorted()
         } catch let e as GraphError {
             throw ImportError.malformed(SourceLocation(file: file, place: "neural network"), reason: e.description)
         }

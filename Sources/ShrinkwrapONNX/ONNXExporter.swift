@@ -6,7 +6,7 @@ import SwiftProtobuf
 /// Writes a graph as an ONNX model.
 ///
 /// IR op semantics are ONNX's, so nodes map one to one; the opset is the
-/// lowest (at least 17) that has every node's form (`ONNXOpsets`), or 21
+/// lowest (at least 17) that has every node's form (`OpTable`'s `onnxOpset`), or 21
 /// when a weight needs 4-bit storage or per-block scales. Compressed weights
 /// stay compressed in the file and are decoded by standard ops at run time
 /// (`ONNXWeightWriter`): fp16 → Cast, linear → DequantizeLinear, palettes →
@@ -67,7 +67,12 @@ public enum ONNXExporter {
             throw ExportError.unsupported(format: "ONNX", what: "\(weights.payloadBytes) bytes of weights: files over 2 GiB need external data, which the exporter does not write; compress the weights (e.g. --mode fp16) first")
         }
         var opset = max(defaultOpset, weights.minimumOpset)
-        for n in graph.nodes { opset = max(opset, ONNXOpsets.minimum(for: n)) }
+        // Each node's form sets a lowest opset (the op table says which); an op written as an
+        // expansion (Swish) counts as the older ops it becomes, all at most 13.
+        for n in graph.nodes where ONNXOps.expanded[n.opType] == nil {
+            guard let minimum = OpTable[n.opType]?.onnxOpset else { throw ExportError.unsupportedOps(format: "ONNX", ops: [n.opType]) }
+            opset = max(opset, minimum(n))
+        }
 
         var g = Onnx_GraphProto()
         g.name = graph.name.isEmpty ? "shrinkwrap" : graph.name
@@ -256,42 +261,6 @@ struct NameAllocator {
         while used.contains(n) { n = "\(base)_\(i)"; i += 1 }
         used.insert(n)
         return n
-    }
-}
-
-/// The lowest default-domain opset that has each IR node's form. The IR
-/// keeps ONNX semantics at the newest opset; most ops have not changed since
-/// opset 17, the rest are listed with the version (or the attribute / input
-/// that needs it).
-enum ONNXOpsets {
-    static func minimum(for n: Node) -> Int {
-        switch n.opType {
-        case "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-             "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare":
-            // axes became an input at 18.
-            return n.input(1) != nil || n.attributes["noop_with_empty_axes"] != nil ? 18 : 13
-        case "Split":
-            return n.input(1) == nil && n.attributes["num_outputs"] != nil ? 18 : 13
-        case "Pad":
-            if n.string("mode", "constant") == "wrap" { return 19 }
-            return n.input(3) != nil ? 18 : 13
-        case "Resize":
-            if n.string("coordinate_transformation_mode", "half_pixel") == "half_pixel_symmetric" { return 19 }
-            let newer = ["antialias", "axes", "keep_aspect_ratio_policy"]
-            return newer.contains { n.attributes[$0] != nil } ? 18 : 13
-        case "ScatterElements", "ScatterND":
-            let r = n.string("reduction", "none")
-            return r == "max" || r == "min" ? 18 : 16
-        case "LpPool": return n.attributes["ceil_mode"] != nil ? 18 : 11
-        case "AveragePool": return n.attributes["dilations"] != nil ? 19 : 11
-        case "Cast", "CastLike": return n.attributes["saturate"] != nil ? 19 : 13
-        case "Mish", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot": return 18
-        case "Gelu": return 20
-        // The IR's GroupNormalization has per-channel scale and bias (opset 21; 18 had per group).
-        case "GroupNormalization": return 21
-        case "DequantizeLinear": return n.attributes["block_size"] != nil ? 21 : 13
-        default: return 13
-        }
     }
 }
 

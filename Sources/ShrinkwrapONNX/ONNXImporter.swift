@@ -75,7 +75,7 @@ public enum ONNXImporter {
         }
         graph.metadata = meta
         do {
-            return try graph.validatedAndSorted()
+            return try graph.checkedAgainstOpTable(file: file).validatedAndSorted()
         } catch let e as GraphError {
             throw ImportError.malformed(SourceLocation(file: file, place: "graph"), reason: e.description)
         }

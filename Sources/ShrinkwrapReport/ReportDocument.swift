@@ -1,4 +1,5 @@
 import Foundation
+import ShrinkwrapCompression
 
 // The content shared by the Markdown and HTML renderers: a report is first
 // turned into a list of blocks (headings, paragraphs, tables), then each
@@ -79,10 +80,8 @@ func dbOrInf(_ x: Double?) -> String { x.map(db) ?? "inf" }
 
 // MARK: - Ordering
 
-/// Modes in report order: fp16, linear, linear-lut, kmeans-lut, then the others alphabetically.
-let knownModeOrder = ["fp16", "linear", "linear-lut", "kmeans-lut"]
-
-func modeRank(_ mode: String) -> Int { knownModeOrder.firstIndex(of: mode) ?? knownModeOrder.count }
+/// Modes in report order: the codec table's, then unknown ones alphabetically.
+func modeRank(_ mode: String) -> Int { WeightCodecs.reportRank(mode) }
 
 func orderedModes(_ variants: [Variant]) -> [String] {
     let modes = Set(variants.map(\.mode))

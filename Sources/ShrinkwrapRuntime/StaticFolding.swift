@@ -15,19 +15,9 @@ import ShrinkwrapIR
 /// on zero inputs. Nodes that become static are removed, the values still read
 /// become constants, and constants nobody reads any more are dropped.
 public enum StaticFolding {
-    /// Ops whose output shape depends on input values in ways no input tells statically.
-    static let dataDependentShape: Set<String> = ["NonZero", "Unique", "Compress", "NonMaxSuppression", "Loop", "If", "Scan"]
-    /// Ops that are not functions of their inputs.
-    static let nondeterministic: Set<String> = ["RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                                                 "Multinomial", "Bernoulli"]
-    /// For ops whose output shape depends on some inputs' values: those input indices.
-    static let shapeSettingInputs: [String: [Int]] = [
-        "Reshape": [1], "Expand": [1], "Tile": [1], "Slice": [1, 2, 3, 4], "Pad": [1, 2, 3], "Resize": [1, 2, 3],
-        "Upsample": [1], "ConstantOfShape": [0], "Range": [0, 1, 2], "OneHot": [1], "TopK": [1], "Squeeze": [1],
-        "Unsqueeze": [1], "Split": [1], "ReduceSum": [1], "ReduceMean": [1], "ReduceMax": [1], "ReduceMin": [1],
-        "ReduceProd": [1], "ReduceL1": [1], "ReduceL2": [1], "ReduceLogSum": [1], "ReduceLogSumExp": [1],
-        "ReduceSumSquare": [1], "CenterCropPad": [1], "Col2Im": [1, 2], "STFT": [2, 3], "DFT": [1, 2],
-    ]
+    // What each op's output depends on comes from the op table (`OpTable`): its
+    // shape-setting inputs, a data-dependent shape, a value read from input 0's shape
+    // (Shape, Size). An op the table lacks is never folded.
 
     /// The folded graph, and how many nodes were folded away.
     public static func fold(_ graph: Graph) throws -> (graph: Graph, folded: Int) {
@@ -48,17 +38,17 @@ public enum StaticFolding {
         var staticShape = staticValue.union(inputs.keys)
         var staticNodes: [Int] = []
         for (k, n) in g.nodes.enumerated() {
+            guard let op = OpTable[n.opType] else { continue }
             let present = n.inputs.filter { !$0.isEmpty }
-            let shapeOK = !dataDependentShape.contains(n.opType)
+            let shapeOK = !op.dataDependentShape
                 && present.allSatisfy { staticShape.contains($0) }
-                && (shapeSettingInputs[n.opType] ?? []).allSatisfy { i in n.input(i).map { staticValue.contains($0) } ?? true }
+                && op.shapeInputs.allSatisfy { i in n.input(i).map { staticValue.contains($0) } ?? true }
             if shapeOK { for o in n.outputs where !o.isEmpty { staticShape.insert(o) } }
             let valueOK: Bool
-            if n.opType == "Shape" || n.opType == "Size" {
+            if op.readsShapeOnly {
                 valueOK = n.input(0).map { staticShape.contains($0) } ?? false
             } else {
-                valueOK = !nondeterministic.contains(n.opType) && !dataDependentShape.contains(n.opType)
-                    && !present.isEmpty && present.allSatisfy { staticValue.contains($0) }
+                valueOK = !op.dataDependentShape && !present.isEmpty && present.allSatisfy { staticValue.contains($0) }
             }
             if valueOK {
                 for o in n.outputs where !o.isEmpty { staticValue.insert(o) }
@@ -82,7 +72,7 @@ public enum StaticFolding {
         for k in staticNodes {
             let n = g.nodes[k]
             let outs: [Tensor]
-            if n.opType == "Shape" || n.opType == "Size", let x = n.input(0), let shape = shapes[x] {
+            if OpTable[n.opType]?.readsShapeOnly == true, let x = n.input(0), let shape = shapes[x] {
                 outs = [try shapeOrSize(n, shape)]
             } else {
                 guard let kernel = KernelRegistry.kernels[n.opType] else { continue }

@@ -22,7 +22,7 @@ public enum TFLiteImporter {
     public static func importModel(bytes: [UInt8], file: String) throws -> Graph {
         let model = try TFLiteModel(bytes: bytes, file: file)
         var ctx = TFLiteContext(model: model)
-        return try ctx.build()
+        return try ctx.build().checkedAgainstOpTable(file: file)
     }
 
     /// The builtin ops the importer translates, sorted.

@@ -1,33 +1,54 @@
 import Shrinkwrap
 import ShrinkwrapCompression
-import ShrinkwrapONNX
+@testable import ShrinkwrapCoreML
+import ShrinkwrapIR
+@testable import ShrinkwrapONNX
 import ShrinkwrapRuntime
+@testable import ShrinkwrapTFLite
 import XCTest
 
 /// The registries are data; these tests keep them consistent with each other.
 final class RegistryTests: XCTestCase {
-    /// Importer ops that become other IR ops (or none) instead of themselves.
-    let rewrittenOps: [String: [String]] = [
-        "Constant": [],
-        "Upsample": ["Resize"],
-        "Scatter": ["ScatterElements"],
-        "Softmax": ["Softmax", "Shape", "Flatten", "Reshape"],
-        "LogSoftmax": ["LogSoftmax", "Shape", "Flatten", "Reshape"],
-        "Hardmax": ["Hardmax", "Shape", "Flatten", "Reshape"],
-    ]
+    /// The op table is the IR's vocabulary: the interpreter has exactly one kernel per op.
+    func testEveryOpHasAKernelAndEveryKernelAnOp() {
+        let table = Set(OpTable.ops), kernels = Set(KernelRegistry.kernels.keys)
+        XCTAssertEqual(table.subtracting(kernels).sorted(), [], "ops in the op table without a kernel")
+        XCTAssertEqual(kernels.subtracting(table).sorted(), [], "kernels for ops the op table lacks")
+    }
 
-    /// ONNX's vocabulary is the IR's; other formats' importers translate their
-    /// layers into IR ops, which the round-trip suites run.
-    func testEveryImportableOpHasAKernel() {
-        for format in ModelFormats.all where format.name == "onnx" {
-            var missing: [String] = []
-            for op in format.supportedOps {
-                for irOp in rewrittenOps[op] ?? [op] where KernelRegistry.kernels[irOp] == nil {
-                    missing.append(format.name == "onnx" && irOp == op ? op : "\(op)→\(irOp)")
-                }
-            }
-            XCTAssertEqual(missing, [], "\(format.name) importer accepts ops the interpreter cannot run")
+    /// The IR's op vocabulary is ONNX's: every op says the lowest opset that writes it.
+    func testEveryOpHasAMinimumONNXOpset() {
+        XCTAssertEqual(OpTable.byName.values.filter { $0.onnxOpset == nil }.map(\.name).sorted(), [],
+                       "ops without a minimum ONNX opset (OpTable)")
+        for info in OpTable.byName.values {
+            let plain = Node(name: "n", opType: info.name, inputs: ["x"], outputs: ["y"])
+            if let v = info.onnxOpset?(plain) { XCTAssertTrue((1...24).contains(v), "\(info.name): opset \(v)") }
         }
+    }
+
+    /// Every translator and writer table names IR ops only (readers are checked as they
+    /// run: an importer refuses a graph with an op outside the table, see `checkedAgainstOpTable`).
+    func testTranslatorAndWriterTablesNameOnlyIROps() {
+        func outside(_ ops: some Sequence<String>) -> [String] { ops.filter { OpTable[$0] == nil }.sorted() }
+        XCTAssertEqual(outside(ONNXOps.passThrough), [], "ONNX import passes these through, but the IR lacks them")
+        XCTAssertEqual(outside(ONNXOps.expanded.keys), [], "ONNX export expands these, but the IR lacks them")
+        XCTAssertEqual(outside(CoreMLLayerWriters.table.keys), [], "the Core ML writer table names ops the IR lacks")
+        XCTAssertEqual(outside(TFLiteExportOps.table.keys), [], "the TFLite writer table names ops the IR lacks")
+        for f in ModelFormats.all { XCTAssertEqual(outside(f.exportedOps), [], "\(f.name) exports ops the IR lacks") }
+    }
+
+    /// The op table's weight roles, as the compress pass sees them.
+    func testWeightRolesComeFromTheOpTable() {
+        let conv = Node(name: "c", opType: "Conv", inputs: ["x", "w", "b"], outputs: ["y"])
+        XCTAssertEqual(OpTable.role(of: conv, input: 1, rank: 4, isConstant: { _ in true }), .weight(outputAxis: 0, inputAxis: 1))
+        XCTAssertEqual(OpTable.role(of: conv, input: 2, rank: 1, isConstant: { _ in true }), .notWeight("bias of Conv 'c'"))
+        let gather = Node(name: "g", opType: "Gather", inputs: ["table", "ids"], outputs: ["y"])
+        XCTAssertEqual(OpTable.role(of: gather, input: 0, rank: 2, isConstant: { $0 == "table" }), .weight(outputAxis: 0, inputAxis: 1))
+        XCTAssertEqual(OpTable.role(of: gather, input: 0, rank: 2, isConstant: { _ in true }),
+                       .notWeight("table of Gather 'g' is not an embedding lookup"))
+        let unknown = Node(name: "u", opType: "NotAnOp", inputs: ["x"], outputs: ["y"])
+        XCTAssertEqual(OpTable.role(of: unknown, input: 0, rank: 2, isConstant: { _ in true }),
+                       .notWeight("input 0 of NotAnOp 'u' is not a weight"))
     }
 
     /// README.md's tables of formats, modes and ops are `shrinkwrap support`'s output.

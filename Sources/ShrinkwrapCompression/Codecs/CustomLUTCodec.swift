@@ -10,7 +10,26 @@ public struct CustomLUTCodec: WeightCodec {
     public let mode = "custom-lut"
     public let summary = "your own lookup table from --lut FILE.json (a JSON array of numbers, or {\"lut\": [...]})"
     public let bitWidths: ClosedRange<Int>? = 1...8
-    public let granularities = ["per-tensor"]
+    public let granularities: [GranularityKind] = [.perTensor]
+    public let storage = WeightStorageKind.palette
+    /// A table fits one model at best: a sweep does not try it unless asked.
+    public let inDefaultSweep = false
+    public static let table = CodecOption(key: "lut", kind: .table, help: "the table, a JSON array of numbers (a file; in a plan, an array or a file).")
+    public let options = [CustomLUTCodec.table]
+
+    /// The table (required); without chosen bits, the fewest that hold it.
+    public func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError) {
+        let lut = Self.table.key
+        switch settings[lut] {
+        case .numbers(let values)?: o.lut = values
+        case .file(let path)?: o.lut = try Self.loadTable(path)
+        case .flag?: throw origin.error("\(origin.name(lut)) needs a table")
+        case nil: throw origin.error("\(origin.name("mode")) \(mode) needs \(origin.name(lut)) (a JSON array of numbers)")
+        }
+        guard let table = o.lut, !table.isEmpty else { throw origin.error("\(origin.name(lut)) is empty") }
+        if !bitsGiven { o.bits = Self.bits(for: table.count) }
+        if table.count > 1 << o.bits { throw origin.error("a table of \(table.count) entries does not fit \(o.bits) bits") }
+    }
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         guard let lut = o.lut, !lut.isEmpty else {

@@ -8,7 +8,15 @@ public struct Float16Codec: WeightCodec {
     public let mode = "fp16"
     public let summary = "IEEE half precision, round to nearest even; values beyond ±65504 fail unless --clamp-fp16"
     public let bitWidths: ClosedRange<Int>? = nil
-    public let granularities = ["per-tensor"]
+    public let fixedBits: Int? = 16
+    public let granularities: [GranularityKind] = [.perTensor]
+    public let storage = WeightStorageKind.float16
+    public static let clamp = CodecOption(key: "clamp_fp16", kind: .flag, help: "clamp values beyond ±65504 instead of failing (the log says how many).")
+    public let options = [Float16Codec.clamp]
+
+    public func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError) {
+        o.clampFP16 = try origin.flag(settings, Self.clamp.key)
+    }
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         var clamped = 0

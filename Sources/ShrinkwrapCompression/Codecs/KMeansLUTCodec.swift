@@ -10,7 +10,8 @@ public struct KMeansLUTCodec: WeightCodec {
     public let mode = "kmeans-lut"
     public let summary = "lookup table of 2^bits optimal 1-D k-means centres (exact, deterministic)"
     public let bitWidths: ClosedRange<Int>? = 1...8
-    public let granularities = ["per-tensor", "per-channel", "per-grouped-channel:G"]
+    public let granularities: [GranularityKind] = [.perTensor, .perChannel, .perGroupedChannel]
+    public let storage = WeightStorageKind.palette
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         let k = 1 << o.bits

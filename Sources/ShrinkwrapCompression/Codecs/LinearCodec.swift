@@ -23,7 +23,22 @@ public struct LinearCodec: WeightCodec {
     public let summary = "affine quantization with a scale (and offset) per tensor, channel or block; --symmetric for signed codes around 0"
     public let bitWidths: ClosedRange<Int>? = 1...8
     /// Per channel first: the default, as coremltools' linear mode.
-    public let granularities = ["per-channel", "per-tensor", "per-block:B"]
+    public let granularities: [GranularityKind] = [.perChannel, .perTensor, .perBlock]
+    public let storage = WeightStorageKind.affine
+    public static let symmetric = CodecOption(key: "symmetric", kind: .flag, help: "signed codes symmetric around 0 (zero point 0).")
+    public static let exactZero = CodecOption(key: "exact_zero", kind: .flag,
+                                              help: "asymmetric codes with an integer zero point, so 0 is exact (what ONNX and TFLite store).")
+    public let options = [LinearCodec.symmetric, LinearCodec.exactZero]
+
+    public func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError) {
+        o.symmetric = try origin.flag(settings, Self.symmetric.key)
+        o.exactZero = try origin.flag(settings, Self.exactZero.key)
+        if o.symmetric && o.exactZero {
+            throw origin.error("\(origin.name(Self.symmetric.key)) already makes 0 exact; drop \(origin.name(Self.exactZero.key))")
+        }
+    }
+
+    public func describe(_ o: CodecOptions) -> [String] { [o.symmetric ? "symmetric" : (o.exactZero ? "exact-zero" : "asymmetric")] }
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         let shape = w.shape
@@ -38,7 +53,8 @@ public struct LinearCodec: WeightCodec {
                 blockShape[w.inputAxis] = b
             }
         case .perGroupedChannel:
-            throw .unsupportedGranularity(mode: mode, granularity: o.granularity.description, supported: granularities.joined(separator: ", "))
+            throw .unsupportedGranularity(mode: mode, granularity: o.granularity.description,
+                                          supported: granularities.map(\.description).joined(separator: ", "))
         }
         let runs = BlockRuns(shape: shape, blockShape: blockShape)
         let blocks = runs.blocks

@@ -9,7 +9,8 @@ public struct LinearLUTCodec: WeightCodec {
     public let mode = "linear-lut"
     public let summary = "lookup table of 2^bits evenly spaced values between the minimum and the maximum"
     public let bitWidths: ClosedRange<Int>? = 1...8
-    public let granularities = ["per-tensor", "per-channel", "per-grouped-channel:G"]
+    public let granularities: [GranularityKind] = [.perTensor, .perChannel, .perGroupedChannel]
+    public let storage = WeightStorageKind.palette
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         let levels = (1 << o.bits) - 1
