@@ -97,7 +97,28 @@ extension CoreMLLayerReaders {
         if params.cellClipThreshold != 0 && params.cellClipThreshold < 1e4 {
             // Core ML clamps the cell state; ONNX's clip bounds the gate inputs. Equal unless the cell state leaves ±threshold.
         }
-        // ONNX gate order i, o, f, c (Core ML: input, forget, block input z, output).
+        let (W, R, B, P) = try lstmGateWeights(b, weights, params, inSize: inSize, hidden: hidden, p)
+        let x = try sequenceInput(&b, l, try b.value(l.input[0], place: p))
+        let (h0, c0) = try lstmInitialStates(&b, l, bidirectional: bidirectional, hidden: hidden, p)
+        let wC = b.floats("\(l.name)_W", W, shape: [dirs, 4 * hidden, inSize])
+        let rC = b.floats("\(l.name)_R", R, shape: [dirs, 4 * hidden, hidden])
+        let bC = b.floats("\(l.name)_B", B, shape: [dirs, 8 * hidden])
+        var inputs = [x, wC, rC, bC, "", h0, c0]
+        if !P.isEmpty { inputs.append(b.floats("\(l.name)_P", P, shape: [dirs, 3 * hidden])) }
+        var a = try activationAttributes(acts, directions: dirs)
+        a["hidden_size"] = .int(hidden)
+        a["direction"] = .string(bidirectional ? "bidirectional" : reverse ? "reverse" : "forward")
+        if params.coupledInputAndForgetGate { a["input_forget"] = .int(1) }
+        let yAll = b.temp("\(l.name)_Y"), yH = b.temp("\(l.name)_Y_h"), yC = b.temp("\(l.name)_Y_c")
+        b.node("LSTM", l.name, inputs, [yAll, yH, yC], a, rank: 4)
+        try lstmOutputs(&b, l, Y: yAll, Yh: yH, Yc: yC, sequenceOutput: params.sequenceOutput, dirs: dirs, p)
+    }
+
+    /// The LSTM weights of every direction packed as ONNX's W, R, B and P (empty without peepholes),
+    /// in ONNX gate order i, o, f, c (Core ML: input, forget, block input z, output).
+    static func lstmGateWeights(_ b: GraphBuilderState, _ weights: [CoreML_Specification_LSTMWeightParams],
+                                _ params: CoreML_Specification_LSTMParams, inSize: Int, hidden: Int,
+                                _ p: String) throws -> (W: [Float], R: [Float], B: [Float], P: [Float]) {
         var W: [Float] = [], R: [Float] = [], B: [Float] = [], P: [Float] = []
         for w in weights {
             W += try stack(b, [(w.inputGateWeightMatrix, "W_i"), (w.outputGateWeightMatrix, "W_o"), (w.forgetGateWeightMatrix, "W_f"),
@@ -116,7 +137,12 @@ extension CoreMLLayerReaders {
                                rows: 1, cols: hidden, p: p)
             }
         }
-        let x = try sequenceInput(&b, l, try b.value(l.input[0], place: p))
+        return (W, R, B, P)
+    }
+
+    /// The LSTM's optional initial states as ONNX's initial_h and initial_c ("" when absent).
+    static func lstmInitialStates(_ b: inout GraphBuilderState, _ l: Layer, bidirectional: Bool, hidden: Int,
+                                  _ p: String) throws -> (h0: String, c0: String) {
         let h0: String, c0: String
         if bidirectional {
             // Core ML passes each direction's states separately; ONNX stacks them.
@@ -134,19 +160,13 @@ extension CoreMLLayerReaders {
             h0 = try stateInput(&b, l, l.input.count > 1 ? l.input[1] : nil, "h0", hidden: hidden, p)
             c0 = try stateInput(&b, l, l.input.count > 2 ? l.input[2] : nil, "c0", hidden: hidden, p)
         }
-        let wC = b.floats("\(l.name)_W", W, shape: [dirs, 4 * hidden, inSize])
-        let rC = b.floats("\(l.name)_R", R, shape: [dirs, 4 * hidden, hidden])
-        let bC = b.floats("\(l.name)_B", B, shape: [dirs, 8 * hidden])
-        var inputs = [x, wC, rC, bC, "", h0, c0]
-        if !P.isEmpty { inputs.append(b.floats("\(l.name)_P", P, shape: [dirs, 3 * hidden])) }
-        var a = try activationAttributes(acts, directions: dirs)
-        a["hidden_size"] = .int(hidden)
-        a["direction"] = .string(bidirectional ? "bidirectional" : reverse ? "reverse" : "forward")
-        if params.coupledInputAndForgetGate { a["input_forget"] = .int(1) }
-        let yAll = b.temp("\(l.name)_Y"), yH = b.temp("\(l.name)_Y_h"), yC = b.temp("\(l.name)_Y_c")
-        b.node("LSTM", l.name, inputs, [yAll, yH, yC], a, rank: 4)
+        return (h0, c0)
+    }
+
+    /// The ONNX LSTM's Y / Y_h / Y_c back to the Core ML layer's outputs: y, then h_T and c_T per direction.
+    static func lstmOutputs(_ b: inout GraphBuilderState, _ l: Layer, Y yAll: String, Yh yH: String, Yc yC: String,
+                            sequenceOutput seqOut: Bool, dirs: Int, _ p: String) throws {
         // y: the whole sequence [S, dirs, B, H] → [S, B, dirs·H], or the last step.
-        let seqOut = params.sequenceOutput
         let y3 = b.temp("\(l.name)_y")
         if seqOut {
             let t = b.temp("\(l.name)_y_sbdh")
