@@ -68,6 +68,26 @@ struct ModelReader {
 
     mutating func read(_ model: CoreML_Specification_Model) throws -> Graph {
         let d = model.description_p
+        var graph = Graph(name: "", metadata: Self.readMetadata(d))
+        let flexible = try readInputs(d, into: &graph)
+        if !d.trainingInput.isEmpty {
+            var t = CoreML_Specification_ModelDescription()
+            t.trainingInput = d.trainingInput
+            if let bytes = try? t.serializedBytes() as [UInt8] { graph.metadata.formatData.append(("coreml.trainingInputs", bytes)) }
+        }
+        builder.begin(graph: graph)
+        try readNetwork(model, place: "model")
+        makeFlexibleAxesSymbolic(flexible)
+        graph = builder.graph
+        graph.metadata = builder.graph.metadata
+        try readOutputs(model)
+        graph = builder.graph
+        if graph.outputs.isEmpty { throw ImportError.malformed(loc("description.output"), reason: "the model has no tensor output") }
+        return graph
+    }
+
+    /// The model's metadata: description, author, license, version and user-defined entries.
+    static func readMetadata(_ d: CoreML_Specification_ModelDescription) -> Metadata {
         var meta = Metadata()
         meta.docString = d.metadata.shortDescription
         meta.author = d.metadata.author
@@ -80,9 +100,12 @@ struct ModelReader {
             if k == "producer" { meta.producerName = v; continue }
             meta.properties.append((k, v))
         }
-        var graph = Graph(name: "", metadata: meta)
+        return meta
+    }
+
+    /// The declared inputs (multi-arrays and images) into `graph`; returns each input's flexible axes.
+    func readInputs(_ d: CoreML_Specification_ModelDescription, into graph: inout Graph) throws -> [String: [Int]] {
         var flexible: [String: [Int]] = [:]
-        // Inputs.
         for (k, f) in d.input.enumerated() {
             let place = "description.input[\(k)] '\(f.name)'"
             switch f.type.type {
@@ -113,13 +136,10 @@ struct ModelReader {
                 throw ImportError.unsupported(loc(place), what: "input type (only multi-arrays and images feed a neural network)")
             }
         }
-        if !d.trainingInput.isEmpty {
-            var t = CoreML_Specification_ModelDescription()
-            t.trainingInput = d.trainingInput
-            if let bytes = try? t.serializedBytes() as [UInt8] { graph.metadata.formatData.append(("coreml.trainingInputs", bytes)) }
-        }
-        builder.begin(graph: graph)
-        try readNetwork(model, place: "model")
+        return flexible
+    }
+
+    mutating func makeFlexibleAxesSymbolic(_ flexible: [String: [Int]]) {
         // Flexible sizes (a RangeDim / EnumeratedShapes batch from coremltools) become symbolic
         // dimensions; with the old rank-5 mapping the layers see fixed blobs, so the default shape stays.
         if !builder.rank5 {
@@ -129,10 +149,11 @@ struct ModelReader {
                 builder.graph.inputs[k].shape = dims
             }
         }
-        graph = builder.graph
-        graph.metadata = builder.graph.metadata
+    }
 
-        // Outputs.
+    /// The declared outputs: multi-arrays, a classifier's probabilities (and its labels); the class label is derived.
+    mutating func readOutputs(_ model: CoreML_Specification_Model) throws {
+        let d = model.description_p
         var labels: [String] = []
         var probabilityBlob = ""
         switch model.type {
@@ -176,9 +197,6 @@ struct ModelReader {
                 throw ImportError.unsupported(loc(place), what: "output type")
             }
         }
-        graph = builder.graph
-        if graph.outputs.isEmpty { throw ImportError.malformed(loc("description.output"), reason: "the model has no tensor output") }
-        return graph
     }
 
     /// The axes of a multi-array input whose size may vary: a size range
