@@ -106,61 +106,176 @@ public enum TFLiteMetadata {
     /// i (nil for an input the importer made a constant).
     static func read(_ model: TFLiteModel, into graph: inout Graph, inputs: [String?], outputs: [String]) throws {
         guard let entry = model.metadata.first(where: { $0.name == bufferName }) else { return }
-        let file = model.file
-        func fail(_ place: String, _ reason: String) -> ImportError {
-            ImportError.malformed(SourceLocation(file: file, place: "metadata: \(place)"), reason: reason)
+        var r = MetadataReader(model: model)
+        let root = try readRoot(buffer: entry.buffer, r)
+        var md = graph.metadata
+        try readModelFields(root, r, into: &md)
+
+        let subgraphs = try r.wrap("ModelMetadata.subgraph_metadata") { try root.tables(ModelField.subgraphs) ?? [] }
+        guard let sg = subgraphs.first else { graph.metadata = md; return }
+        let (inputMeta, outputMeta) = try readTensorMetadata(sg, r, inputs: inputs.count, outputs: outputs.count)
+        var vocabulary = try readInputs(inputMeta, r, inputs: inputs, graph: &graph, into: &md)
+        if vocabulary == nil { vocabulary = try readSubgraphTokenizer(sg, r) }
+        if let foundLabels = try readOutputs(outputMeta, &r, outputs: outputs, graph: &graph) { md.labels = foundLabels }
+        if let v = vocabulary { try readVocabulary(v, &r, into: &md) }
+        graph.metadata = md
+    }
+
+    /// The place of the (only) subgraph's metadata in error messages.
+    private static let subgraphPlace = "subgraph_metadata[0]"
+    /// A vocabulary file an input names, with its tokenizer's pattern when a regex tokenizer names it.
+    private typealias Vocabulary = (file: MetadataReader.FileRef, pattern: String?)
+
+    /// The root table of the metadata FlatBuffer in model buffer `index`,
+    /// after checking the index, the size and the file identifier.
+    private static func readRoot(buffer index: Int, _ r: MetadataReader) throws -> Table {
+        let model = r.model
+        guard index >= 0, index < model.buffers.count else {
+            throw r.fail("Model.metadata '\(bufferName)'", "buffer index \(index) is past the \(model.buffers.count) buffers")
         }
-        guard entry.buffer >= 0, entry.buffer < model.buffers.count else {
-            throw fail("Model.metadata '\(bufferName)'", "buffer index \(entry.buffer) is past the \(model.buffers.count) buffers")
-        }
-        let bytes = Array(model.buffers[entry.buffer])
-        let place0 = "buffer \(entry.buffer)"
-        guard bytes.count >= 8 else { throw fail(place0, "\(bytes.count) bytes is too short for a metadata FlatBuffer") }
+        let bytes = Array(model.buffers[index])
+        let place0 = "buffer \(index)"
+        guard bytes.count >= 8 else { throw r.fail(place0, "\(bytes.count) bytes is too short for a metadata FlatBuffer") }
         let fb = FlatBuffer(bytes: bytes)
         guard fb.hasFileIdentifier(fileIdentifier) else {
             let id = fb.fileIdentifierBytes.map { String(decoding: $0, as: UTF8.self) } ?? "?"
-            throw fail(place0, "file identifier is '\(id)', not '\(fileIdentifier)' (not TFLite model metadata)")
+            throw r.fail(place0, "file identifier is '\(id)', not '\(fileIdentifier)' (not TFLite model metadata)")
         }
-        func wrap<T>(_ place: String, _ body: () throws -> T) throws -> T {
-            do { return try body() } catch let e as FlatBufferError { throw fail(place, e.description) }
-        }
-        let root = try wrap("ModelMetadata") { try fb.root() }
-        func string(_ t: Table, _ id: Int, _ place: String) throws -> String { try wrap(place) { try t.string(id) ?? "" } }
+        return try r.wrap("ModelMetadata") { try fb.root() }
+    }
 
-        let name = try string(root, ModelField.name, "ModelMetadata.name")
-        let description = try string(root, ModelField.description, "ModelMetadata.description")
-        let version = try string(root, ModelField.version, "ModelMetadata.version")
-        let author = try string(root, ModelField.author, "ModelMetadata.author")
-        let license = try string(root, ModelField.license, "ModelMetadata.license")
-        var md = graph.metadata
+    /// ModelMetadata's name, description, version, author and license into `md`.
+    private static func readModelFields(_ root: Table, _ r: MetadataReader, into md: inout Metadata) throws {
+        let name = try r.string(root, ModelField.name, "ModelMetadata.name")
+        let description = try r.string(root, ModelField.description, "ModelMetadata.description")
+        let version = try r.string(root, ModelField.version, "ModelMetadata.version")
+        let author = try r.string(root, ModelField.author, "ModelMetadata.author")
+        let license = try r.string(root, ModelField.license, "ModelMetadata.license")
         if !name.isEmpty { md.properties.append(("name", name)) }
         if !description.isEmpty { md.docString = description }
         if !author.isEmpty { md.author = author }
         if !license.isEmpty { md.license = license }
         if let v = Int(version), v != 0 { md.modelVersion = v } else if !version.isEmpty { md.properties.append(("version", version)) }
+    }
 
-        let subgraphs = try wrap("ModelMetadata.subgraph_metadata") { try root.tables(ModelField.subgraphs) ?? [] }
-        guard let sg = subgraphs.first else { graph.metadata = md; return }
-        let sgPlace = "subgraph_metadata[0]"
-        let inputMeta = try wrap("\(sgPlace).input_tensor_metadata") { try sg.tables(SubgraphField.inputs) ?? [] }
-        let outputMeta = try wrap("\(sgPlace).output_tensor_metadata") { try sg.tables(SubgraphField.outputs) ?? [] }
+    /// The subgraph's input and output TensorMetadata, each list empty or one per
+    /// subgraph input / output (`inputs` / `outputs` of them).
+    private static func readTensorMetadata(_ sg: Table, _ r: MetadataReader, inputs: Int, outputs: Int) throws -> (inputs: [Table], outputs: [Table]) {
+        let inputMeta = try r.wrap("\(subgraphPlace).input_tensor_metadata") { try sg.tables(SubgraphField.inputs) ?? [] }
+        let outputMeta = try r.wrap("\(subgraphPlace).output_tensor_metadata") { try sg.tables(SubgraphField.outputs) ?? [] }
         // MetadataPopulator writes exactly one TensorMetadata per subgraph input and output.
-        guard inputMeta.isEmpty || inputMeta.count == inputs.count else {
-            throw fail("\(sgPlace).input_tensor_metadata", "describes \(inputMeta.count) inputs, but the model has \(inputs.count)")
+        guard inputMeta.isEmpty || inputMeta.count == inputs else {
+            throw r.fail("\(subgraphPlace).input_tensor_metadata", "describes \(inputMeta.count) inputs, but the model has \(inputs)")
         }
-        guard outputMeta.isEmpty || outputMeta.count == outputs.count else {
-            throw fail("\(sgPlace).output_tensor_metadata", "describes \(outputMeta.count) outputs, but the model has \(outputs.count)")
+        guard outputMeta.isEmpty || outputMeta.count == outputs else {
+            throw r.fail("\(subgraphPlace).output_tensor_metadata", "describes \(outputMeta.count) outputs, but the model has \(outputs)")
+        }
+        return (inputMeta, outputMeta)
+    }
+
+    /// Each input's description (into `graph`) and normalization (into `md`);
+    /// returns the first vocabulary an input names, through a regex tokenizer
+    /// among its process units or else as a VOCABULARY associated file.
+    private static func readInputs(_ inputMeta: [Table], _ r: MetadataReader, inputs: [String?], graph: inout Graph,
+                                   into md: inout Metadata) throws -> Vocabulary? {
+        var vocabulary: Vocabulary?
+        for (i, t) in inputMeta.enumerated() {
+            let place = "\(subgraphPlace).input_tensor_metadata[\(i)]"
+            let desc = try r.string(t, TensorField.description, place + ".description")
+            let valueName = inputs[i]
+            if let valueName, !desc.isEmpty, let k = graph.inputs.firstIndex(where: { $0.name == valueName }) { graph.inputs[k].docString = desc }
+            let units = try r.wrap(place + ".process_units") { try t.tables(TensorField.units) ?? [] }
+            try readNormalizations(units, r, place: place + ".process_units", input: valueName, into: &md)
+            if vocabulary == nil, let tokenizer = try r.regexTokenizer(units, place + ".process_units"), let f = tokenizer.file {
+                vocabulary = (f, tokenizer.pattern)
+            }
+            if vocabulary == nil, let f = try r.files(t, TensorField.files, place + ".associated_files").first(where: { $0.type == FileType.vocabulary }) {
+                vocabulary = (f, nil)
+            }
+        }
+        return vocabulary
+    }
+
+    /// The NormalizationOptions among one input's process `units` into `md`
+    /// (checked; the first one for an input is kept).
+    private static func readNormalizations(_ units: [Table], _ r: MetadataReader, place: String, input valueName: String?,
+                                           into md: inout Metadata) throws {
+        for (k, u) in units.enumerated() {
+            let p = "\(place)[\(k)]"
+            guard let option = try r.wrap(p + ".options", { try u.union(1) }), option.type == UnitType.normalization else { continue }
+            guard let n = option.table else { throw r.fail(p + ".options", "NormalizationOptions has no value") }
+            let mean = try r.wrap(p + ".options.mean") { try n.scalars(0, as: Float.self) ?? [] }
+            let std = try r.wrap(p + ".options.std") { try n.scalars(1, as: Float.self) ?? [] }
+            guard !mean.isEmpty, !std.isEmpty else { throw r.fail(p + ".options", "NormalizationOptions needs mean and std (has \(mean.count) and \(std.count) values)") }
+            guard mean.count <= 4096, std.count <= 4096 else { throw r.fail(p + ".options", "\(max(mean.count, std.count)) normalization values is more than any input has channels") }
+            guard mean.allSatisfy(\.isFinite), std.allSatisfy({ $0.isFinite && $0 != 0 }) else {
+                throw r.fail(p + ".options", "mean \(mean.prefix(4)) / std \(std.prefix(4)) must be finite, and std not 0")
+            }
+            if let valueName, md.normalization(of: valueName) == nil {
+                md.inputNormalization.append(InputNormalization(name: valueName, mean: mean, std: std))
+            }
+        }
+    }
+
+    /// The vocabulary of a regex tokenizer among the subgraph's input_process_units, if any.
+    private static func readSubgraphTokenizer(_ sg: Table, _ r: MetadataReader) throws -> Vocabulary? {
+        let units = try r.wrap("\(subgraphPlace).input_process_units") { try sg.tables(SubgraphField.inputUnits) ?? [] }
+        if let tokenizer = try r.regexTokenizer(units, "\(subgraphPlace).input_process_units"), let f = tokenizer.file { return (f, tokenizer.pattern) }
+        return nil
+    }
+
+    /// Each output's description (into `graph`); returns the labels of the
+    /// first TENSOR_AXIS_LABELS file an output names, read from the archive.
+    private static func readOutputs(_ outputMeta: [Table], _ r: inout MetadataReader, outputs: [String], graph: inout Graph) throws -> [String]? {
+        var foundLabels: [String]?
+        for (i, t) in outputMeta.enumerated() {
+            let place = "\(subgraphPlace).output_tensor_metadata[\(i)]"
+            let desc = try r.string(t, TensorField.description, place + ".description")
+            if !desc.isEmpty, let k = graph.outputs.firstIndex(where: { $0.name == outputs[i] }) { graph.outputs[k].docString = desc }
+            if foundLabels == nil, let f = try r.files(t, TensorField.files, place + ".associated_files").first(where: { $0.type == FileType.axisLabels }) {
+                let data = try r.contents(of: f.name, f.place)
+                guard let l = labels(fromText: data) else { throw r.fail("\(f.place) '\(f.name)'", "the label file is not UTF-8 text") }
+                foundLabels = l
+            }
+        }
+        return foundLabels
+    }
+
+    /// The vocabulary file's bytes (from the archive), its name and the tokenizer's pattern into `md`.
+    private static func readVocabulary(_ v: Vocabulary, _ r: inout MetadataReader, into md: inout Metadata) throws {
+        let data = try r.contents(of: v.file.name, v.file.place)
+        md.formatData.append((vocabularyKey, data))
+        md.properties.append((vocabularyFileKey, v.file.name))
+        if let p = v.pattern, !p.isEmpty { md.properties.append((tokenizerRegexKey, p)) }
+    }
+
+    /// What the steps of `read` share: the model (its file name is in every
+    /// error's place) and the appended ZIP of associated files, opened once
+    /// when first needed.
+    private struct MetadataReader {
+        let model: TFLiteModel
+        var archive: ZipArchive?
+
+        struct FileRef { var name: String; var type: Int8; var place: String }
+
+        func fail(_ place: String, _ reason: String) -> ImportError {
+            ImportError.malformed(SourceLocation(file: model.file, place: "metadata: \(place)"), reason: reason)
         }
 
-        // Associated files come from the appended ZIP, opened once when first needed.
-        var archive: ZipArchive?
-        func contents(of fileName: String, _ place: String) throws -> [UInt8] {
+        func wrap<T>(_ place: String, _ body: () throws -> T) throws -> T {
+            do { return try body() } catch let e as FlatBufferError { throw fail(place, e.description) }
+        }
+
+        func string(_ t: Table, _ id: Int, _ place: String) throws -> String { try wrap(place) { try t.string(id) ?? "" } }
+
+        /// An associated file's bytes, from the ZIP appended after the model.
+        mutating func contents(of fileName: String, _ place: String) throws -> [UInt8] {
             let where_ = "\(place) '\(fileName)'"
             if archive == nil {
                 guard ZipArchive.hasEndRecord(model.bytes) else {
                     throw fail(where_, "the file has no ZIP archive of associated files appended after the model, so '\(fileName)' is missing")
                 }
-                do { archive = try ZipArchive(bytes: model.bytes, file: file, memberLimit: fileLimit) } catch let e as ZipArchive.Error {
+                do { archive = try ZipArchive(bytes: model.bytes, file: model.file, memberLimit: fileLimit) } catch let e as ZipArchive.Error {
                     throw fail(where_, "the appended ZIP archive is damaged: \(e.reason)")
                 }
             }
@@ -169,7 +284,8 @@ public enum TFLiteMetadata {
                 throw fail(where_, "in the appended ZIP archive: \(e.reason)")
             }
         }
-        struct FileRef { var name: String; var type: Int8; var place: String }
+
+        /// The AssociatedFiles in field `id` of `t`, each with a name.
         func files(_ t: Table, _ id: Int, _ place: String) throws -> [FileRef] {
             let tables = try wrap(place) { try t.tables(id) ?? [] }
             return try tables.enumerated().map { k, f in
@@ -180,6 +296,7 @@ public enum TFLiteMetadata {
                 return FileRef(name: fileName, type: type, place: p)
             }
         }
+
         /// The regex tokenizer's vocabulary and pattern among `units`, if any.
         func regexTokenizer(_ units: [Table], _ place: String) throws -> (file: FileRef?, pattern: String)? {
             for (k, u) in units.enumerated() {
@@ -191,59 +308,6 @@ public enum TFLiteMetadata {
             }
             return nil
         }
-
-        var vocabulary: (file: FileRef, pattern: String?)?
-        for (i, t) in inputMeta.enumerated() {
-            let place = "\(sgPlace).input_tensor_metadata[\(i)]"
-            let desc = try string(t, TensorField.description, place + ".description")
-            let valueName = inputs[i]
-            if let valueName, !desc.isEmpty, let k = graph.inputs.firstIndex(where: { $0.name == valueName }) { graph.inputs[k].docString = desc }
-            let units = try wrap(place + ".process_units") { try t.tables(TensorField.units) ?? [] }
-            for (k, u) in units.enumerated() {
-                let p = "\(place).process_units[\(k)]"
-                guard let option = try wrap(p + ".options", { try u.union(1) }), option.type == UnitType.normalization else { continue }
-                guard let n = option.table else { throw fail(p + ".options", "NormalizationOptions has no value") }
-                let mean = try wrap(p + ".options.mean") { try n.scalars(0, as: Float.self) ?? [] }
-                let std = try wrap(p + ".options.std") { try n.scalars(1, as: Float.self) ?? [] }
-                guard !mean.isEmpty, !std.isEmpty else { throw fail(p + ".options", "NormalizationOptions needs mean and std (has \(mean.count) and \(std.count) values)") }
-                guard mean.count <= 4096, std.count <= 4096 else { throw fail(p + ".options", "\(max(mean.count, std.count)) normalization values is more than any input has channels") }
-                guard mean.allSatisfy(\.isFinite), std.allSatisfy({ $0.isFinite && $0 != 0 }) else {
-                    throw fail(p + ".options", "mean \(mean.prefix(4)) / std \(std.prefix(4)) must be finite, and std not 0")
-                }
-                if let valueName, md.normalization(of: valueName) == nil {
-                    md.inputNormalization.append(InputNormalization(name: valueName, mean: mean, std: std))
-                }
-            }
-            if vocabulary == nil, let r = try regexTokenizer(units, place + ".process_units"), let f = r.file {
-                vocabulary = (f, r.pattern)
-            }
-            if vocabulary == nil, let f = try files(t, TensorField.files, place + ".associated_files").first(where: { $0.type == FileType.vocabulary }) {
-                vocabulary = (f, nil)
-            }
-        }
-        if vocabulary == nil {
-            let units = try wrap("\(sgPlace).input_process_units") { try sg.tables(SubgraphField.inputUnits) ?? [] }
-            if let r = try regexTokenizer(units, "\(sgPlace).input_process_units"), let f = r.file { vocabulary = (f, r.pattern) }
-        }
-        var foundLabels: [String]?
-        for (i, t) in outputMeta.enumerated() {
-            let place = "\(sgPlace).output_tensor_metadata[\(i)]"
-            let desc = try string(t, TensorField.description, place + ".description")
-            if !desc.isEmpty, let k = graph.outputs.firstIndex(where: { $0.name == outputs[i] }) { graph.outputs[k].docString = desc }
-            if foundLabels == nil, let f = try files(t, TensorField.files, place + ".associated_files").first(where: { $0.type == FileType.axisLabels }) {
-                let data = try contents(of: f.name, f.place)
-                guard let l = labels(fromText: data) else { throw fail("\(f.place) '\(f.name)'", "the label file is not UTF-8 text") }
-                foundLabels = l
-            }
-        }
-        if let foundLabels { md.labels = foundLabels }
-        if let v = vocabulary {
-            let data = try contents(of: v.file.name, v.file.place)
-            md.formatData.append((vocabularyKey, data))
-            md.properties.append((vocabularyFileKey, v.file.name))
-            if let p = v.pattern, !p.isEmpty { md.properties.append((tokenizerRegexKey, p)) }
-        }
-        graph.metadata = md
     }
 
     // MARK: - Export

@@ -68,117 +68,153 @@ struct TFLiteModel {
     init(bytes: [UInt8], file: String) throws {
         self.file = file
         self.bytes = bytes
-        func loc(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }
-        func wrap<T>(_ place: String, _ body: () throws -> T) throws -> T {
-            do { return try body() } catch let e as FlatBufferError {
-                throw ImportError.malformed(loc(place), reason: e.description)
-            }
-        }
+        let r = FieldReader(file: file)
         let fb = FlatBuffer(bytes: bytes)
-        guard bytes.count >= 8 else { throw ImportError.malformed(loc("byte 0"), reason: "\(bytes.count) bytes is too short for a TFLite file") }
+        guard bytes.count >= 8 else { throw ImportError.malformed(r.loc("byte 0"), reason: "\(bytes.count) bytes is too short for a TFLite file") }
         guard fb.hasFileIdentifier("TFL3") else {
             let id = fb.fileIdentifierBytes.map { String(decoding: $0, as: UTF8.self) } ?? "?"
-            throw ImportError.malformed(loc("byte 4"), reason: "file identifier is '\(id.escapingControlCharacters)', not 'TFL3' (not a TFLite model)")
+            throw ImportError.malformed(r.loc("byte 4"), reason: "file identifier is '\(id.escapingControlCharacters)', not 'TFL3' (not a TFLite model)")
         }
-        let root = try wrap("Model") { try fb.root() }
-        version = try wrap("Model.version") { try root.scalar(0, default: UInt32(0)) }
-        description = try wrap("Model.description") { try root.string(3) ?? "" }
-        let codes = try wrap("Model.operator_codes") { try root.tables(1) ?? [] }
+        let root = try r.wrap("Model") { try fb.root() }
+        version = try r.wrap("Model.version") { try root.scalar(0, default: UInt32(0)) }
+        description = try r.wrap("Model.description") { try root.string(3) ?? "" }
+        let opNames = try Self.readOperatorCodes(root, r)
+        let buffers = try Self.readBuffers(root, bytes, r)
+        self.buffers = buffers
+        let metas = try r.wrap("Model.metadata") { try root.tables(6) ?? [] }
+        metadata = try metas.enumerated().map { i, m in
+            try r.wrap("metadata[\(i)]") { (try m.string(0) ?? "", Int(try m.scalar(1, default: UInt32(0)))) }
+        }
+        let subgraphs = try r.wrap("Model.subgraphs") { try root.tables(2) ?? [] }
+        subgraphCount = subgraphs.count
+        guard let sg = subgraphs.first else { throw ImportError.malformed(r.loc("Model.subgraphs"), reason: "the model has no subgraph") }
+        subgraphName = try r.wrap("subgraphs[0].name") { try sg.string(4) ?? "" }
+        let tensors = try Self.readTensors(sg, bufferCount: buffers.count, r)
+        self.tensors = tensors
+        inputs = try r.indices(try r.wrap("subgraphs[0].inputs") { try sg.scalars(1, as: Int32.self) ?? [] }, "subgraphs[0].inputs",
+                               optional: false, tensorCount: tensors.count)
+        outputs = try r.indices(try r.wrap("subgraphs[0].outputs") { try sg.scalars(2, as: Int32.self) ?? [] }, "subgraphs[0].outputs",
+                                optional: false, tensorCount: tensors.count)
+        self.ops = try Self.readOperators(sg, opNames: opNames, tensorCount: tensors.count, r)
+    }
+
+    /// Each operator code's name ("CONV_2D", "CUSTOM(name)", "BUILTIN_<code>" for one this schema does not name) and version.
+    private static func readOperatorCodes(_ root: Table, _ r: FieldReader) throws -> [(name: String, version: Int32)] {
+        let codes = try r.wrap("Model.operator_codes") { try root.tables(1) ?? [] }
         var opNames: [(name: String, version: Int32)] = []
         for (i, c) in codes.enumerated() {
             let place = "operator_codes[\(i)]"
-            let deprecated = try wrap(place) { Int32(try c.scalar(0, default: Int8(0))) }
-            let builtin = try wrap(place) { try c.scalar(3, default: Int32(0)) }
-            let version = try wrap(place) { try c.scalar(2, default: Int32(1)) }
+            let deprecated = try r.wrap(place) { Int32(try c.scalar(0, default: Int8(0))) }
+            let builtin = try r.wrap(place) { try c.scalar(3, default: Int32(0)) }
+            let version = try r.wrap(place) { try c.scalar(2, default: Int32(1)) }
             // Files from before builtin_code existed only set the deprecated byte.
             let code = max(builtin, deprecated)
             if code == 32 {  // CUSTOM
-                let custom = try wrap(place) { try c.string(1) ?? "?" }
+                let custom = try r.wrap(place) { try c.string(1) ?? "?" }
                 opNames.append(("CUSTOM(\(custom))", version))
             } else {
                 opNames.append((TFLiteSchemaTables.builtinOperators[code] ?? "BUILTIN_\(code)", version))
             }
         }
-        let bufferTables = try wrap("Model.buffers") { try root.tables(4) ?? [] }
+        return opNames
+    }
+
+    /// Each buffer's bytes: its data vector, or the range of the file an offset and size name (checked against its end).
+    private static func readBuffers(_ root: Table, _ bytes: [UInt8], _ r: FieldReader) throws -> [ArraySlice<UInt8>] {
+        let bufferTables = try r.wrap("Model.buffers") { try root.tables(4) ?? [] }
         var buffers: [ArraySlice<UInt8>] = []
         buffers.reserveCapacity(bufferTables.count)
         for (i, b) in bufferTables.enumerated() {
             let place = "buffers[\(i)]"
-            let offset = try wrap(place) { try b.scalar(1, default: UInt64(0)) }
+            let offset = try r.wrap(place) { try b.scalar(1, default: UInt64(0)) }
             if offset > 1 {
-                let size = try wrap(place) { try b.scalar(2, default: UInt64(0)) }
+                let size = try r.wrap(place) { try b.scalar(2, default: UInt64(0)) }
                 guard offset <= UInt64(bytes.count), size <= UInt64(bytes.count) - offset else {
-                    throw ImportError.malformed(loc(place), reason: "data at offset \(offset), \(size) bytes, runs past the end of the \(bytes.count)-byte file")
+                    throw ImportError.malformed(r.loc(place), reason: "data at offset \(offset), \(size) bytes, runs past the end of the \(bytes.count)-byte file")
                 }
                 buffers.append(bytes[Int(offset)..<Int(offset + size)])
             } else {
-                buffers.append(try wrap(place) { try b.bytes(0) ?? [] })
+                buffers.append(try r.wrap(place) { try b.bytes(0) ?? [] })
             }
         }
-        self.buffers = buffers
-        let metas = try wrap("Model.metadata") { try root.tables(6) ?? [] }
-        metadata = try metas.enumerated().map { i, m in
-            try wrap("metadata[\(i)]") { (try m.string(0) ?? "", Int(try m.scalar(1, default: UInt32(0)))) }
-        }
-        let subgraphs = try wrap("Model.subgraphs") { try root.tables(2) ?? [] }
-        subgraphCount = subgraphs.count
-        guard let sg = subgraphs.first else { throw ImportError.malformed(loc("Model.subgraphs"), reason: "the model has no subgraph") }
-        subgraphName = try wrap("subgraphs[0].name") { try sg.string(4) ?? "" }
-        let tensorTables = try wrap("subgraphs[0].tensors") { try sg.tables(0) ?? [] }
+        return buffers
+    }
+
+    /// Subgraph 0's tensors: name, shape (no negative dimension), signature, type, buffer (checked against
+    /// `bufferCount`), quantization and whether it is a variable.
+    private static func readTensors(_ sg: Table, bufferCount: Int, _ r: FieldReader) throws -> [TensorInfo] {
+        let tensorTables = try r.wrap("subgraphs[0].tensors") { try sg.tables(0) ?? [] }
         var tensors: [TensorInfo] = []
         tensors.reserveCapacity(tensorTables.count)
         for (i, t) in tensorTables.enumerated() {
             let place = "tensors[\(i)]"
-            let name = try wrap(place) { try t.string(3) ?? "" }
+            let name = try r.wrap(place) { try t.string(3) ?? "" }
             let tplace = "tensor[\(i)] '\(name)'"
-            let shape = try wrap(tplace) { (try t.scalars(0, as: Int32.self) ?? []).map(Int.init) }
+            let shape = try r.wrap(tplace) { (try t.scalars(0, as: Int32.self) ?? []).map(Int.init) }
             if let bad = shape.first(where: { $0 < 0 }) {
-                throw ImportError.badTensor(loc(tplace), reason: "negative dimension \(bad) in shape \(shape)")
+                throw ImportError.badTensor(r.loc(tplace), reason: "negative dimension \(bad) in shape \(shape)")
             }
-            let signature = try wrap(tplace) { try t.scalars(7, as: Int32.self)?.map(Int.init) }
-            let type = try wrap(tplace) { try t.scalar(1, default: Int8(0)) }
-            let buffer = Int(try wrap(tplace) { try t.scalar(2, default: UInt32(0)) })
-            guard buffer < max(buffers.count, 1) else {
-                throw ImportError.malformed(loc(tplace), reason: "buffer index \(buffer) is past the \(buffers.count) buffers")
+            let signature = try r.wrap(tplace) { try t.scalars(7, as: Int32.self)?.map(Int.init) }
+            let type = try r.wrap(tplace) { try t.scalar(1, default: Int8(0)) }
+            let buffer = Int(try r.wrap(tplace) { try t.scalar(2, default: UInt32(0)) })
+            guard buffer < max(bufferCount, 1) else {
+                throw ImportError.malformed(r.loc(tplace), reason: "buffer index \(buffer) is past the \(bufferCount) buffers")
             }
             var quant: Quantization?
-            if let q = try wrap(tplace, { try t.table(4) }) {
-                let scale = try wrap(tplace + ".quantization") { try q.scalars(2, as: Float.self) ?? [] }
-                let zp = try wrap(tplace + ".quantization") { try q.scalars(3, as: Int64.self) ?? [] }
-                let axis = Int(try wrap(tplace + ".quantization") { try q.scalar(6, default: Int32(0)) })
+            if let q = try r.wrap(tplace, { try t.table(4) }) {
+                let scale = try r.wrap(tplace + ".quantization") { try q.scalars(2, as: Float.self) ?? [] }
+                let zp = try r.wrap(tplace + ".quantization") { try q.scalars(3, as: Int64.self) ?? [] }
+                let axis = Int(try r.wrap(tplace + ".quantization") { try q.scalar(6, default: Int32(0)) })
                 if !scale.isEmpty { quant = Quantization(scale: scale, zeroPoint: zp, axis: axis) }
             }
-            let variable = try wrap(tplace) { try t.scalar(5, default: false) }
+            let variable = try r.wrap(tplace) { try t.scalar(5, default: false) }
             tensors.append(TensorInfo(index: i, name: name, type: type, shape: shape, signature: signature, buffer: buffer,
                                       quantization: quant, isVariable: variable))
         }
-        self.tensors = tensors
-        func indices(_ v: [Int32], _ place: String, optional: Bool) throws -> [Int] {
-            try v.map { x in
-                if x == -1 && optional { return -1 }
-                guard x >= 0, Int(x) < tensors.count else {
-                    throw ImportError.malformed(loc(place), reason: "tensor index \(x) is outside the \(tensors.count) tensors")
-                }
-                return Int(x)
-            }
-        }
-        inputs = try indices(try wrap("subgraphs[0].inputs") { try sg.scalars(1, as: Int32.self) ?? [] }, "subgraphs[0].inputs", optional: false)
-        outputs = try indices(try wrap("subgraphs[0].outputs") { try sg.scalars(2, as: Int32.self) ?? [] }, "subgraphs[0].outputs", optional: false)
-        let opTables = try wrap("subgraphs[0].operators") { try sg.tables(3) ?? [] }
+        return tensors
+    }
+
+    /// Subgraph 0's operators, their operator codes and tensor indices checked.
+    private static func readOperators(_ sg: Table, opNames: [(name: String, version: Int32)], tensorCount: Int, _ r: FieldReader) throws -> [Op] {
+        let opTables = try r.wrap("subgraphs[0].operators") { try sg.tables(3) ?? [] }
         var ops: [Op] = []
         ops.reserveCapacity(opTables.count)
         for (i, o) in opTables.enumerated() {
             let place = "operators[\(i)]"
-            let code = Int(try wrap(place) { try o.scalar(0, default: UInt32(0)) })
+            let code = Int(try r.wrap(place) { try o.scalar(0, default: UInt32(0)) })
             guard code < opNames.count else {
-                throw ImportError.malformed(loc(place), reason: "opcode_index \(code) is past the \(opNames.count) operator codes")
+                throw ImportError.malformed(r.loc(place), reason: "opcode_index \(code) is past the \(opNames.count) operator codes")
             }
-            let ins = try indices(try wrap(place) { try o.scalars(1, as: Int32.self) ?? [] }, place + ".inputs", optional: true)
-            let outs = try indices(try wrap(place) { try o.scalars(2, as: Int32.self) ?? [] }, place + ".outputs", optional: false)
-            let union = try wrap(place) { try o.union(4) }
+            let ins = try r.indices(try r.wrap(place) { try o.scalars(1, as: Int32.self) ?? [] }, place + ".inputs", optional: true, tensorCount: tensorCount)
+            let outs = try r.indices(try r.wrap(place) { try o.scalars(2, as: Int32.self) ?? [] }, place + ".outputs", optional: false, tensorCount: tensorCount)
+            let union = try r.wrap(place) { try o.union(4) }
             ops.append(Op(index: i, name: opNames[code].name, version: opNames[code].version, inputs: ins, outputs: outs,
                           optionsType: union?.type ?? 0, options: union?.table))
         }
-        self.ops = ops
+        return ops
+    }
+
+    /// The file's name for error places, and FlatBuffer errors turned into import errors there.
+    private struct FieldReader {
+        let file: String
+
+        func loc(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }
+
+        func wrap<T>(_ place: String, _ body: () throws -> T) throws -> T {
+            do { return try body() } catch let e as FlatBufferError {
+                throw ImportError.malformed(loc(place), reason: e.description)
+            }
+        }
+
+        /// Tensor indices, each within the `tensorCount` tensors (−1 allowed when `optional`).
+        func indices(_ v: [Int32], _ place: String, optional: Bool, tensorCount: Int) throws -> [Int] {
+            try v.map { x in
+                if x == -1 && optional { return -1 }
+                guard x >= 0, Int(x) < tensorCount else {
+                    throw ImportError.malformed(loc(place), reason: "tensor index \(x) is outside the \(tensorCount) tensors")
+                }
+                return Int(x)
+            }
+        }
     }
 }
