@@ -69,26 +69,33 @@ public enum Sweep {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             // Core ML stores every mode and width; other formats only some (TFLite: fp16, 8-bit linear).
             let ext = o.outFormat ?? "mlmodel"
-            guard let f = ModelFormats.all.first(where: { $0.extensions.contains(ext.lowercased()) }), f.exporter != nil else {
-                throw Error(description: "cannot write .\(ext) variants")
+            guard let f = ModelFormats.writer(forExtension: ext) else {
+                throw Error(description: "cannot write .\(ext) variants (writable: \(ModelFormats.writableExtensions))")
             }
             outFormat = f
+        }
+        // Which variants the format cannot hold, asked before compressing: listed once, measured, not written.
+        var unwritable: [String: [String]] = [:]
+        if let f = outFormat {
+            for v in plan {
+                let found = f.conflicts(graph: graph, plan: try settings(v, o).plan())
+                if !found.isEmpty { unwritable[variantTag(v)] = found }
+            }
+            if !unwritable.isEmpty {
+                progress?("not written as .\(f.mainExtension) (measured only): " + unwritable.keys.sorted { a, b in
+                    plan.firstIndex { variantTag($0) == a } ?? 0 < plan.firstIndex { variantTag($0) == b } ?? 0
+                }.map { "\($0) (\(unwritable[$0]?.first ?? ""))" }.joined(separator: "; "))
+            }
         }
         var result: [Variant] = []
         for (k, v) in plan.enumerated() {
             let t0 = Date()
-            var s = CompressionSettings()
             let codec = try WeightCodecs.codec(named: v.mode)
-            s.mode = v.mode
-            s.bits = codec.bitWidths == nil ? nil : v.bits
-            s.granularity = o.granularity
-            s.codecSettings = o.codecSettings.filter { key, _ in codec.options.contains { $0.key == key } }
-            s.minElements = o.minElements
             var g = graph
-            let log = try Shrinkwrap.compress(&g, plan: try s.plan(), threads: o.threads)
+            let log = try Shrinkwrap.compress(&g, plan: try settings(v, o).plan(), threads: o.threads)
             var fileBytes: Int? = nil
             var file: String? = nil
-            if let dir = o.outDir, let f = outFormat, let export = f.exporter {
+            if let dir = o.outDir, let f = outFormat, let export = f.exporter, unwritable[variantTag(v)] == nil {
                 let base = url.deletingPathExtension().lastPathComponent
                 let name = "\(base).\(variantTag(v)).\(f.extensions[0])"
                 let out = URL(fileURLWithPath: dir).appendingPathComponent(name)
@@ -124,6 +131,18 @@ public enum Sweep {
         return SweepReport(tool: "shrinkwrap \(Shrinkwrap.version)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
                            data: data, options: options, reference: size(graph, fileBytes: fileData.count), variants: result)
+    }
+
+    /// The compression settings of one variant.
+    static func settings(_ v: (mode: String, bits: Int), _ o: SweepOptions) throws -> CompressionSettings {
+        let codec = try WeightCodecs.codec(named: v.mode)
+        var s = CompressionSettings()
+        s.mode = v.mode
+        s.bits = codec.bitWidths == nil ? nil : v.bits
+        s.granularity = o.granularity
+        s.codecSettings = o.codecSettings.filter { key, _ in codec.options.contains { $0.key == key } }
+        s.minElements = o.minElements
+        return s
     }
 
     /// "linear-4"; a fixed-width mode by its name alone ("fp16").

@@ -271,6 +271,7 @@ struct Compress: ParsableCommand {
         let plan = try compression.settings.plan()  // option errors before the model is read
         if let output { try Shrinkwrap.checkWritable(output, inputs: [model]) }
         var graph = try Shrinkwrap.load(model)
+        if let output { try Shrinkwrap.checkStorable(graph, plan: plan, path: output) }  // every conflict, before compressing
         let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         if let output {
@@ -377,6 +378,7 @@ struct Convert: ParsableCommand {
         if !checks, data.given { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
         var graph = try Shrinkwrap.load(model)
         try Shrinkwrap.apply(opts, to: &graph)
+        try Shrinkwrap.checkStorable(graph, plan: plan, path: output)  // every conflict, before compressing
         let original = graph
         if let plan {
             let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)

@@ -49,15 +49,7 @@ public enum Granularity: Sendable, Equatable, Hashable, CustomStringConvertible 
     }
 }
 
-/// The kinds of granularity a codec offers, as help texts write them.
-public enum GranularityKind: String, Sendable, CaseIterable, CustomStringConvertible {
-    case perTensor = "per-tensor"
-    case perChannel = "per-channel"
-    case perBlock = "per-block:B"
-    case perGroupedChannel = "per-grouped-channel:G"
-
-    public var description: String { rawValue }
-
+extension GranularityKind {
     /// The granularity of this kind with its size at 1, for defaults.
     public var withDefaultSize: Granularity {
         switch self {
@@ -147,6 +139,8 @@ public protocol WeightCodec: Sendable {
     func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError)
     /// Words for a rule's summary beyond mode, bits and granularity ("symmetric").
     func describe(_ o: CodecOptions) -> [String]
+    /// The form of the weights these options give, for the formats' checks before compressing.
+    func form(_ o: CodecOptions) -> WeightForm
     /// Encodes one weight. Called only after `WeightCodecs.check` accepted the
     /// input and options, so values are finite and axes valid.
     func encode(_ weight: WeightInput, _ options: CodecOptions) throws(CompressionError) -> CodecResult
@@ -158,18 +152,9 @@ extension WeightCodec {
     public var options: [CodecOption] { [] }
     public func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError) {}
     public func describe(_ o: CodecOptions) -> [String] { [] }
+    public func form(_ o: CodecOptions) -> WeightForm { WeightForm(kind: storage, bits: fixedBits ?? o.bits, granularity: o.granularity.kind) }
     /// The bits a variant of this codec has: its fixed width, else `bits`.
     public func effectiveBits(_ bits: Int) -> Int { fixedBits ?? bits }
-}
-
-/// What a codec's encoded weights are.
-public enum WeightStorageKind: String, Sendable {
-    /// IEEE half precision.
-    case float16
-    /// Integer codes with scales (and offsets): `AffineWeights`.
-    case affine
-    /// Indices into lookup tables: `PaletteWeights`.
-    case palette
 }
 
 /// The codec table: the single list of compression modes, in report order.

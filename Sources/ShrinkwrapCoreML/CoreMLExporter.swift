@@ -27,6 +27,11 @@ public enum CoreMLExporter {
 
     /// How compressed weights are stored in a written file (for the README's tables).
     public static let weightStorage = "every mode and width, in Core ML's own WeightParams: float16, linear (a scale per tensor or output channel) and lookup tables (one per weight); per-block scales and grouped palettes are refused"
+    /// What WeightParams hold: fp16, linear codes of 1–8 bits with one scale per tensor or output
+    /// channel (any offset), one lookup table per weight of 1–8 bits.
+    public static let storedWeights = StoredWeightForms(
+        float16: true, affineBits: 1...8, affineGranularities: [.perTensor, .perChannel], affineNeedsIntegerZeroPoint: false,
+        paletteBits: 1...8, paletteGranularities: [.perTensor])
 
     /// Serialized `.mlmodel` bytes.
     public static func export(_ graph: Graph) throws -> Data {

@@ -21,6 +21,8 @@ public enum ONNXExporter {
 
     /// How compressed weights are stored in a written file (for the README's tables).
     public static let weightStorage = "every mode and width: fp16 → float16 + Cast; linear → DequantizeLinear (int4 / per block at opset 21); palettes → indices + Gather; 1–3, 5–7-bit codes bit-packed"
+    /// Every form: what ONNX has no tensor type for is decoded by standard ops.
+    public static let storedWeights = StoredWeightForms.everything
 
     /// What the written file is made of, for the size report.
     public struct Layout: Sendable, Equatable {

@@ -51,6 +51,43 @@ final class RegistryTests: XCTestCase {
                        .notWeight("input 0 of NotAnOp 'u' is not a weight"))
     }
 
+    /// Codecs own their modes and options: outside `Codecs/`, no code of the targets that handle
+    /// compression settings spells a mode name or a codec option as a string literal (comments
+    /// aside) — it asks the codec table instead.
+    func testNoModeOrCodecOptionIsSpelledOutsideTheCodecs() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var words = Set(WeightCodecs.modes)
+        for o in WeightCodecs.allOptions { words.insert(o.key); words.insert(o.longName); words.insert(o.flag) }
+        var found: [String] = []
+        for target in ["Shrinkwrap", "ShrinkwrapCLI", "ShrinkwrapReport", "ShrinkwrapCompression"] {
+            let dir = root.appendingPathComponent("Sources/\(target)")
+            let files = FileManager.default.enumerator(at: dir, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []
+            for file in files where file.pathExtension == "swift" && !file.path.contains("/Codecs/") {
+                let lines = try String(contentsOf: file, encoding: .utf8).components(separatedBy: "\n")
+                for (i, line) in lines.enumerated() {
+                    let code = line.trimmingCharacters(in: .whitespaces)
+                    if code.hasPrefix("//") { continue }
+                    for w in words where code.contains("\"\(w)\"") {
+                        found.append("\(target)/\(file.lastPathComponent):\(i + 1): \"\(w)\"")
+                    }
+                }
+            }
+        }
+        XCTAssertFalse(words.isEmpty)
+        XCTAssertEqual(found, [], "mode names or codec options spelled outside the codec table")
+    }
+
+    /// docs/ARCHITECTURE.md's checklists name files that exist.
+    func testArchitectureChecklistPathsExist() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+        let paths = text.components(separatedBy: "`").filter { $0.hasPrefix("Sources/") && $0.hasSuffix(".swift") && !$0.contains("<") }
+        XCTAssertGreaterThan(paths.count, 10)
+        for p in paths {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: root.appendingPathComponent(p).path), "docs/ARCHITECTURE.md names \(p), which does not exist")
+        }
+    }
+
     /// README.md's tables of formats, modes and ops are `shrinkwrap support`'s output.
     func testReadmeTablesMatchTheRegistries() throws {
         let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -40,6 +40,11 @@ public struct LinearCodec: WeightCodec {
 
     public func describe(_ o: CodecOptions) -> [String] { [o.symmetric ? "symmetric" : (o.exactZero ? "exact-zero" : "asymmetric")] }
 
+    /// Symmetric codes have zero point 0 (at 1 bit, the levels ±max: a half-integer one); exact-zero ones an integer.
+    public func form(_ o: CodecOptions) -> WeightForm {
+        WeightForm(kind: storage, bits: o.bits, granularity: o.granularity.kind, integerZeroPoint: (o.symmetric && o.bits > 1) || o.exactZero)
+    }
+
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         let shape = w.shape
         var blockShape = shape.map { max($0, 1) }

@@ -1,0 +1,43 @@
+import Foundation
+import ShrinkwrapCompression
+import ShrinkwrapIR
+
+extension ModelFormat {
+    /// Every reason this format cannot hold `graph` compressed by `plan`,
+    /// found before compressing and listed at once: each rule whose weights
+    /// the format does not store, and each input dimension beyond the batch
+    /// that is not fixed where the format needs fixed shapes. Empty when it can.
+    public func conflicts(graph: Graph, plan: CompressionPlan?) -> [String] {
+        var out: [String] = []
+        if let plan {
+            var rules: [(String, RuleChoice?)] = [("the global rule", plan.global)]
+            rules += plan.byOpType.keys.sorted().map { ("the rule for op type \($0)", plan.byOpType[$0]) }
+            rules += plan.byName.keys.sorted().map { ("the rule for '\($0)'", plan.byName[$0]) }
+            for case let (place, .compress(rule)?) in rules {
+                guard let codec = try? WeightCodecs.codec(named: rule.mode) else { continue }
+                let form = codec.form(rule.options)
+                if let why = storedWeights.refusal(form) { out.append("\(place) (\(rule.summary)) makes \(form) weights; \(title) stores \(why)") }
+            }
+        }
+        if needsFixedShapes {
+            let constants = Set(graph.constants.map(\.name))
+            for input in graph.inputs where !constants.contains(input.name) {
+                for (axis, d) in (input.shape ?? []).enumerated().dropFirst() where d.value == nil {
+                    out.append("input '\(input.name)': dimension \(axis) (\(d)) is not fixed; \(title) needs fixed shapes beyond the batch axis")
+                }
+            }
+        }
+        return out
+    }
+}
+
+extension Shrinkwrap {
+    /// Throws, listing every conflict, when the format of `path` cannot hold `graph` compressed by `plan`.
+    public static func checkStorable(_ graph: Graph, plan: CompressionPlan?, path: String) throws {
+        guard let f = ModelFormats.writer(forExtension: (path as NSString).pathExtension) else { return }
+        let found = f.conflicts(graph: graph, plan: plan)
+        guard !found.isEmpty else { return }
+        throw AtomicFile.Error(description: "\(path): cannot be written as asked (\(found.count) conflict\(found.count == 1 ? "" : "s")): "
+                               + found.joined(separator: "; "))
+    }
+}

@@ -1,0 +1,89 @@
+/// The kinds of granularity: how scales or lookup tables are shared across a
+/// weight, as help texts write them (the sizes of blocks and groups aside).
+public enum GranularityKind: String, Sendable, CaseIterable, CustomStringConvertible {
+    case perTensor = "per-tensor"
+    case perChannel = "per-channel"
+    case perBlock = "per-block:B"
+    case perGroupedChannel = "per-grouped-channel:G"
+
+    public var description: String { rawValue }
+}
+
+/// What a compressed weight's encoding is made of.
+public enum WeightStorageKind: String, Sendable, CaseIterable {
+    /// IEEE half precision (`Float16Weights`).
+    case float16
+    /// Integer codes with scales and offsets (`AffineWeights`).
+    case affine
+    /// Indices into lookup tables (`PaletteWeights`).
+    case palette
+}
+
+/// The form a compression rule gives weights, known before compressing: what
+/// a format is asked whether it can store.
+public struct WeightForm: Sendable, Equatable, CustomStringConvertible {
+    public var kind: WeightStorageKind
+    public var bits: Int
+    public var granularity: GranularityKind
+    /// Affine codes whose zero point is an integer (symmetric, or exact zero).
+    public var integerZeroPoint: Bool
+
+    public init(kind: WeightStorageKind, bits: Int, granularity: GranularityKind, integerZeroPoint: Bool = false) {
+        self.kind = kind; self.bits = bits; self.granularity = granularity; self.integerZeroPoint = integerZeroPoint
+    }
+
+    public var description: String {
+        switch kind {
+        case .float16: return "fp16"
+        case .affine: return "\(bits)-bit linear \(granularity)\(integerZeroPoint ? "" : " with fractional zero points")"
+        case .palette: return "\(bits)-bit lookup table \(granularity)"
+        }
+    }
+}
+
+/// Which compressed weights a file format stores, as data: each format
+/// declares one, and `convert`, `compress -o` and `sweep --out-format` ask it
+/// before compressing (the exporters still refuse what slips through).
+public struct StoredWeightForms: Sendable {
+    public var float16: Bool
+    /// Affine codes: the widths and granularities stored; nil when none are.
+    public var affineBits: ClosedRange<Int>?
+    public var affineGranularities: Set<GranularityKind>
+    /// Only integer zero points (symmetric or exact-zero codes).
+    public var affineNeedsIntegerZeroPoint: Bool
+    /// Lookup tables: the widths and granularities stored; nil when none are.
+    public var paletteBits: ClosedRange<Int>?
+    public var paletteGranularities: Set<GranularityKind>
+
+    public init(float16: Bool, affineBits: ClosedRange<Int>?, affineGranularities: Set<GranularityKind>, affineNeedsIntegerZeroPoint: Bool,
+                paletteBits: ClosedRange<Int>?, paletteGranularities: Set<GranularityKind>) {
+        self.float16 = float16; self.affineBits = affineBits; self.affineGranularities = affineGranularities
+        self.affineNeedsIntegerZeroPoint = affineNeedsIntegerZeroPoint
+        self.paletteBits = paletteBits; self.paletteGranularities = paletteGranularities
+    }
+
+    /// Every form.
+    public static let everything = StoredWeightForms(
+        float16: true, affineBits: 1...8, affineGranularities: Set(GranularityKind.allCases), affineNeedsIntegerZeroPoint: false,
+        paletteBits: 1...8, paletteGranularities: Set(GranularityKind.allCases))
+
+    /// Why `form` cannot be stored, or nil when it can.
+    public func refusal(_ form: WeightForm) -> String? {
+        func list(_ s: Set<GranularityKind>) -> String { GranularityKind.allCases.filter(s.contains).map(\.description).joined(separator: " or ") }
+        switch form.kind {
+        case .float16:
+            return float16 ? nil : "no fp16 weights"
+        case .affine:
+            guard let bits = affineBits else { return "no linear (integer-code) weights" }
+            if !bits.contains(form.bits) { return "linear weights of \(bits.lowerBound == bits.upperBound ? "\(bits.lowerBound)" : "\(bits.lowerBound)–\(bits.upperBound)") bits only" }
+            if !affineGranularities.contains(form.granularity) { return "linear scales \(list(affineGranularities)) only" }
+            if affineNeedsIntegerZeroPoint && !form.integerZeroPoint { return "integer zero points only (--symmetric or --exact-zero)" }
+            return nil
+        case .palette:
+            guard let bits = paletteBits else { return "no lookup-table weights" }
+            if !bits.contains(form.bits) { return "lookup tables of \(bits.lowerBound)–\(bits.upperBound) bits only" }
+            if !paletteGranularities.contains(form.granularity) { return "lookup tables \(list(paletteGranularities)) only" }
+            return nil
+        }
+    }
+}
