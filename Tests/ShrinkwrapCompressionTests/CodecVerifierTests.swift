@@ -42,13 +42,12 @@ final class CodecVerifierTests: XCTestCase {
     }
 
     static func granularities(for codec: any WeightCodec) -> [Granularity] {
-        codec.granularities.flatMap { family -> [Granularity] in
-            switch family {
-            case "per-tensor": return [.perTensor]
-            case "per-channel": return [.perChannel]
-            case "per-block:B": return [.perBlock(1), .perBlock(4), .perBlock(64)]
-            case "per-grouped-channel:G": return [.perGroupedChannel(1), .perGroupedChannel(3), .perGroupedChannel(100)]
-            default: XCTFail("unknown granularity family \(family)"); return []
+        codec.granularities.flatMap { kind -> [Granularity] in
+            switch kind {
+            case .perTensor: return [.perTensor]
+            case .perChannel: return [.perChannel]
+            case .perBlock: return [.perBlock(1), .perBlock(4), .perBlock(64)]
+            case .perGroupedChannel: return [.perGroupedChannel(1), .perGroupedChannel(3), .perGroupedChannel(100)]
             }
         }
     }
@@ -163,7 +162,7 @@ final class CodecVerifierTests: XCTestCase {
             var o = CodecOptions(bits: 9)
             o.lut = [0, 1]
             if codec.bitWidths != nil { XCTAssertThrowsError(try WeightCodecs.encode(input, with: codec, o), codec.mode) }
-            for g in [Granularity.perChannel, .perBlock(2), .perGroupedChannel(2)] where !codec.granularities.contains(g.family) {
+            for g in [Granularity.perChannel, .perBlock(2), .perGroupedChannel(2)] where !codec.granularities.contains(g.kind) {
                 XCTAssertThrowsError(try WeightCodecs.encode(input, with: codec, CodecOptions(bits: 2, granularity: g, lut: [0, 1])), "\(codec.mode) \(g)")
             }
         }
