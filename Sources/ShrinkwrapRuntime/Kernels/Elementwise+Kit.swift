@@ -45,23 +45,6 @@ enum EWKit {
 
     // MARK: dtype finishing
 
-    /// Rounds float values to what `dtype` can hold (float16 / bfloat16);
-    /// float32 / float64 values are left as they are.
-    static func roundInPlace(_ v: inout [Float], _ dtype: DType) {
-        switch dtype {
-        case .float16:
-            v.withUnsafeMutableBufferPointer { p in
-                for i in p.indices { p[i] = Half.round(p[i]) }
-            }
-        case .bfloat16:
-            v.withUnsafeMutableBufferPointer { p in
-                for i in p.indices { p[i] = Half.float(fromBFloatBits: Half.bfloatBits(from: p[i])) }
-            }
-        default:
-            break
-        }
-    }
-
     /// Wraps integer values into `dtype`'s range (a no-op for 64-bit types).
     static func wrapInPlace(_ v: inout [Int64], _ dtype: DType) {
         switch dtype {
@@ -76,12 +59,7 @@ enum EWKit {
 
     /// A float tensor of `dtype`, its values rounded to that dtype.
     static func floatTensor(_ v: [Float], _ shape: [Int], _ dtype: DType) -> Tensor {
-        if dtype == .float16 || dtype == .bfloat16 {
-            var r = v
-            roundInPlace(&r, dtype)
-            return Tensor(dtype: dtype, shape: shape, storage: .float(r))
-        }
-        return Tensor(dtype: dtype, shape: shape, storage: .float(v))
+        Tensor(dtype: dtype, shape: shape, storage: .float(dtype.rounded(v)))
     }
 
     /// An integer tensor of `dtype`, its values wrapped into that dtype.

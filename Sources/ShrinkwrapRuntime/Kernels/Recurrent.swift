@@ -527,9 +527,9 @@ public enum RecurrentKernels {
             hShape = [B, D, H]
         }
         let dt = s.dtype
-        var outs = [Tensor(dtype: dt, shape: yShape, storage: .float(ShapeKernels.roundedToDType(y, dt))),
-                    Tensor(dtype: dt, shape: hShape, storage: .float(ShapeKernels.roundedToDType(yh, dt)))]
-        if cell == .lstm { outs.append(Tensor(dtype: dt, shape: hShape, storage: .float(ShapeKernels.roundedToDType(yc, dt)))) }
+        var outs = [Tensor(dtype: dt, shape: yShape, storage: .float(dt.rounded(y))),
+                    Tensor(dtype: dt, shape: hShape, storage: .float(dt.rounded(yh)))]
+        if cell == .lstm { outs.append(Tensor(dtype: dt, shape: hShape, storage: .float(dt.rounded(yc)))) }
         return outs
     }
 }

@@ -50,25 +50,6 @@ extension ShapeKernels {
         return v
     }
 
-    /// Rounds float results to the precision of `dtype` (float16, bfloat16).
-    static func roundedToDType(_ v: [Float], _ dtype: DType) -> [Float] {
-        switch dtype {
-        case .float16: return v.map { Half.round($0) }
-        case .bfloat16: return v.map { Half.float(fromBFloatBits: Half.bfloatBits(from: $0)) }
-        default: return v
-        }
-    }
-
-    /// One float rounded to the precision of `dtype`.
-    @inline(__always)
-    static func rounded(_ v: Float, _ dtype: DType) -> Float {
-        switch dtype {
-        case .float16: return Half.round(v)
-        case .bfloat16: return Half.float(fromBFloatBits: Half.bfloatBits(from: v))
-        default: return v
-        }
-    }
-
     /// A dtype attribute: an ONNX `TensorProto.DataType` code or a DType name.
     static func dtypeAttribute(_ c: KernelContext, _ name: String) throws -> DType? {
         switch c.node.attributes[name] {

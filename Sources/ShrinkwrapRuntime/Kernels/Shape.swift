@@ -169,7 +169,7 @@ public enum ShapeKernels {
             let fd = da[0]
             var acc = sa[0]
             for i in 0..<n { v[i] = acc; acc += fd }
-            return [Tensor(dtype: s.dtype, shape: [n], storage: .float(roundedToDType(v, s.dtype)))]
+            return [Tensor(dtype: s.dtype, shape: [n], storage: .float(s.dtype.rounded(v)))]
         case (.int(let sa), .int(let la), .int(let da)):
             let start = sa[0], limit = la[0], delta = da[0]
             guard delta != 0 else { throw c.fail("delta is 0") }
