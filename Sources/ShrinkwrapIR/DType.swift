@@ -47,6 +47,46 @@ public enum DType: String, Sendable, CaseIterable, Codable, CustomStringConverti
 }
 
 extension DType {
+    /// `value` rounded to a value of this type, for the float types narrower
+    /// than the `Float` that holds them: float16 (IEEE binary16) and bfloat16
+    /// round to nearest, ties to even (beyond float16's range: ±inf; NaN
+    /// stays NaN, quieted). Every other type returns `value` unchanged:
+    /// float32 and float64 (held as Float) as they are, and integer and bool
+    /// types too — turning a float into an integer (truncation, wrapping) is
+    /// Cast's work, not this.
+    @inlinable
+    public func rounded(_ value: Float) -> Float {
+        switch self {
+        case .float16: return Half.round(value)
+        case .bfloat16: return Half.float(fromBFloatBits: Half.bfloatBits(from: value))
+        default: return value
+        }
+    }
+
+    /// Rounds every element in place, as `rounded(_:)` does; the types it
+    /// leaves unchanged are not looped over.
+    @inlinable
+    public func round(_ values: inout [Float]) {
+        switch self {
+        case .float16, .bfloat16:
+            values.withUnsafeMutableBufferPointer { p in
+                for i in p.indices { p[i] = rounded(p[i]) }
+            }
+        default:
+            return
+        }
+    }
+
+    /// `values` rounded element by element, as `rounded(_:)` does.
+    @inlinable
+    public func rounded(_ values: [Float]) -> [Float] {
+        var v = values
+        round(&v)
+        return v
+    }
+}
+
+extension DType {
     /// The ONNX `TensorProto.DataType` numbers. ONNX op attributes that name a
     /// type (Cast's `to`, EyeLike's `dtype`, RandomNormal's `dtype`, …) carry
     /// these numbers, and op semantics in the IR are ONNX's, so kernels use

@@ -5,7 +5,18 @@ import ShrinkwrapIR
 public enum KernelRegistry {
     public static let kernels: [String: Kernel] = {
         var t: [String: Kernel] = [:]
-        // --- Tensor, Shape and Indexing (Kernels/Shape.swift, Kernels/Indexing.swift)
+        addShapeAndIndexingKernels(&t)
+        addElementwiseKernels(&t)
+        addNeuralNetworkKernels(&t)
+        addRecurrentKernels(&t)
+        return t
+    }()
+
+    /// Every op with a kernel, sorted.
+    public static var ops: [String] { kernels.keys.sorted() }
+
+    /// Tensor, shape and indexing ops (Kernels/Shape*.swift, Kernels/Indexing.swift).
+    private static func addShapeAndIndexingKernels(_ t: inout [String: Kernel]) {
         t["Identity"] = ShapeKernels.identity
         t["Flatten"] = ShapeKernels.flatten
         t["Reshape"] = ShapeKernels.reshape
@@ -35,8 +46,10 @@ public enum KernelRegistry {
         t["NonZero"] = IndexingKernels.nonZero
         t["CumSum"] = IndexingKernels.cumSum
         t["Compress"] = IndexingKernels.compress
-        // --- end Shape/Indexing
-        // --- Elementwise, activations, reductions (Kernels/Elementwise.swift, Activations.swift, Reduce.swift)
+    }
+
+    /// Elementwise ops, activations, reductions (Kernels/Elementwise*.swift, Logic.swift, Activations.swift, Reduce.swift).
+    private static func addElementwiseKernels(_ t: inout [String: Kernel]) {
         t["Add"] = ElementwiseKernels.add
         t["Sub"] = ElementwiseKernels.sub
         t["Mul"] = ElementwiseKernels.mul
@@ -121,8 +134,10 @@ public enum KernelRegistry {
         t["ReduceSumSquare"] = ReduceKernels.reduceSumSquare
         t["ArgMax"] = ReduceKernels.argMax
         t["ArgMin"] = ReduceKernels.argMin
-        // --- end Elementwise
-        // --- Neural-network ops (Kernels/Conv.swift, Pool.swift, Linear.swift, Normalization.swift, Resize.swift)
+    }
+
+    /// Neural-network ops (Kernels/Conv.swift, Pool.swift, Linear.swift, Normalization.swift, Resize.swift).
+    private static func addNeuralNetworkKernels(_ t: inout [String: Kernel]) {
         t["Conv"] = NNKernels.conv
         t["ConvTranspose"] = NNKernels.convTranspose
         t["MaxPool"] = NNKernels.maxPool
@@ -141,16 +156,13 @@ public enum KernelRegistry {
         t["Resize"] = NNKernels.resize
         t["DepthToSpace"] = NNKernels.depthToSpace
         t["SpaceToDepth"] = NNKernels.spaceToDepth
-        // --- end NN
-        // --- Recurrent (Kernels/Recurrent.swift)
+    }
+
+    /// Recurrent ops (Kernels/Recurrent.swift), and DequantizeLinear.
+    private static func addRecurrentKernels(_ t: inout [String: Kernel]) {
         t["DequantizeLinear"] = QuantizationKernels.dequantizeLinear  // Kernels/Quantization.swift
         t["RNN"] = RecurrentKernels.rnn
         t["GRU"] = RecurrentKernels.gru
         t["LSTM"] = RecurrentKernels.lstm
-        // --- end Recurrent
-        return t
-    }()
-
-    /// Every op with a kernel, sorted.
-    public static var ops: [String] { kernels.keys.sorted() }
+    }
 }

@@ -106,7 +106,7 @@ extension NNKernels {
                 }
             }
         }
-        roundToDType(&y, xt.dtype)
+        xt.dtype.round(&y)
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
     }
 
@@ -463,7 +463,7 @@ extension NNKernels {
                 }
             }
         }
-        roundToDType(&y, xt.dtype)
+        xt.dtype.round(&y)
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
     }
 

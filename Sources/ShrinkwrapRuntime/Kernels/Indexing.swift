@@ -135,7 +135,7 @@ public enum IndexingKernels {
                 }
             }
             return Tensor(dtype: x.dtype, shape: x.shape,
-                          storage: .float(reduction == "none" ? a : ShapeKernels.roundedToDType(a, x.dtype)))
+                          storage: .float(reduction == "none" ? a : x.dtype.rounded(a)))
         case (.int(var a), .int(let u)):
             for (i, t) in targets.enumerated() {
                 switch reduction {
@@ -400,7 +400,7 @@ public enum IndexingKernels {
             switch x.dtype {
             case .float16, .bfloat16:
                 let dt = x.dtype
-                storage = .float(scan(a, zero: 0) { ShapeKernels.rounded($0 + $1, dt) })
+                storage = .float(scan(a, zero: 0) { dt.rounded($0 + $1) })
             default:
                 storage = .float(scan(a, zero: 0, add: +))
             }

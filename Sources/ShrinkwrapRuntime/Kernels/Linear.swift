@@ -54,7 +54,7 @@ extension NNKernels {
                 }
             }
         }
-        roundToDType(&y, at.dtype)
+        at.dtype.round(&y)
         return [Tensor(dtype: at.dtype, shape: outShape, storage: .float(y))]
     }
 
@@ -123,7 +123,7 @@ extension NNKernels {
                     }
                 }
             }
-            roundToDType(&y, at.dtype)
+            at.dtype.round(&y)
             return [Tensor(dtype: at.dtype, shape: outShape, storage: .float(y))]
         case (.int(let a), .int(let b)):
             // Integer MatMul (wrapping arithmetic in the result type).

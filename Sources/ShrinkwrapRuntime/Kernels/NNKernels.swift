@@ -16,25 +16,8 @@ extension NNKernels {
     /// type can represent).
     static func floatTensor(_ values: [Float], shape: [Int], dtype: DType) -> Tensor {
         var v = values
-        roundToDType(&v, dtype)
+        dtype.round(&v)
         return Tensor(dtype: dtype, shape: shape, storage: .float(v))
-    }
-
-    /// Rounds every element in place to float16 / bfloat16 precision when
-    /// `dtype` is one of those; other dtypes are left alone.
-    static func roundToDType(_ v: inout [Float], _ dtype: DType) {
-        switch dtype {
-        case .float16:
-            v.withUnsafeMutableBufferPointer { p in
-                for i in 0..<p.count { p[i] = Half.round(p[i]) }
-            }
-        case .bfloat16:
-            v.withUnsafeMutableBufferPointer { p in
-                for i in 0..<p.count { p[i] = Half.float(fromBFloatBits: Half.bfloatBits(from: p[i])) }
-            }
-        default:
-            break
-        }
     }
 
     /// An uninitialized-then-filled float array: `body` must write all `count` elements.

@@ -150,7 +150,7 @@ extension NNKernels {
         if isMax, !wantIndices, xt.dtype.isFloatingPoint, geo.input[0] == 1, geo.kernel[0] == 1, geo.dilations == [1, 1, 1],
            let fast = maxPool2D(x, planes: planes, geo: geo, threads: c.threads) {
             var y = fast
-            roundToDType(&y, xt.dtype)
+            xt.dtype.round(&y)
             return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
         }
         var indices = wantIndices ? [Int64](repeating: 0, count: total) : []
@@ -208,7 +208,7 @@ extension NNKernels {
             let ints = y.map { $0.isFinite ? Int64($0) : lowest }
             outs = [Tensor(dtype: xt.dtype, shape: outShape, storage: .int(ints))]
         } else {
-            roundToDType(&y, xt.dtype)
+            xt.dtype.round(&y)
             outs = [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
         }
         if wantIndices { outs.append(Tensor(ints: indices, shape: outShape)) }
@@ -270,7 +270,7 @@ extension NNKernels {
                 }
             }
         }
-        roundToDType(&y, xt.dtype)
+        xt.dtype.round(&y)
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
     }
 }

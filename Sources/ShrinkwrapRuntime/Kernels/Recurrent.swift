@@ -206,198 +206,330 @@ public enum RecurrentKernels {
 
     static func run(_ c: KernelContext, cell: Cell) throws -> [Tensor] {
         let s = try setup(c, cell: cell)
-        let T = s.seq, B = s.batch, H = s.hidden, D = s.dirs, I = s.inputSize, G = cell.gates
-        let GH = G * H
-        var y = [Float](repeating: 0, count: T * D * B * H)      // [T, D, B, H]
-        var yh = [Float](repeating: 0, count: D * B * H)
-        var yc = [Float](repeating: 0, count: D * B * H)
-        let linearBeforeReset = try c.int("linear_before_reset", default: 0) != 0
-        let inputForget = try c.int("input_forget", default: 0) != 0
-        let threads = c.threads
+        let o = StepOptions(cell: cell,
+                            linearBeforeReset: try c.int("linear_before_reset", default: 0) != 0,
+                            inputForget: try c.int("input_forget", default: 0) != 0,
+                            threads: c.threads)
+        var out = Outputs(s)
+        var buffers = StepBuffers(s, cell: cell)
+        for d in 0..<s.dirs { runDirection(d, s, o, &buffers, &out) }
+        return outputTensors(out, s, cell: cell)
+    }
 
-        var xw = [Float](repeating: 0, count: T * B * GH)       // per direction, reused
-        var hr = [Float](repeating: 0, count: B * GH)
-        var hState = [Float](repeating: 0, count: B * H)
-        var cState = [Float](repeating: 0, count: B * H)
-        var scratch = [Float](repeating: 0, count: B * H)       // r ⊙ H for GRU
-        var hr2 = [Float](repeating: 0, count: B * H)
-        var rowOf = [Int](repeating: -1, count: B)               // time index per batch at this step
+    // MARK: - Steps of `run`
 
-        for d in 0..<D {
-            let acts = s.acts[d]
-            let wOff = d * GH * I, rOff = d * GH * H, bOff = d * 2 * GH
-            // Input projection for every time step, plus the biases that are purely additive.
-            s.x.withUnsafeBufferPointer { xp in
-                s.w.withUnsafeBufferPointer { wp in
-                    xw.withUnsafeMutableBufferPointer { op in
-                        guard let xb = xp.baseAddress, let wb = wp.baseAddress, let ob = op.baseAddress else { return }
-                        GEMM.sgemm(transA: false, transB: true, m: T * B, n: GH, k: I, a: xb, lda: I,
-                                   b: wb + wOff, ldb: I, c: ob, ldc: GH, threads: threads)
-                    }
-                }
-            }
-            var addBias = [Float](repeating: 0, count: GH)
-            for j in 0..<GH {
-                addBias[j] = s.bias[bOff + j]
-                let isGRUCandidate = cell == .gru && j >= 2 * H
-                if !(isGRUCandidate && linearBeforeReset) { addBias[j] += s.bias[bOff + GH + j] }
-            }
-            let rbh = cell == .gru ? Array(s.bias[(bOff + GH + 2 * H)..<(bOff + GH + 3 * H)]) : []
-            for row in 0..<(T * B) { for j in 0..<GH { xw[row * GH + j] += addBias[j] } }
+    /// The attributes the time steps read, besides those in `Setup`.
+    private struct StepOptions {
+        let cell: Cell
+        let linearBeforeReset: Bool
+        let inputForget: Bool
+        let threads: Int
+    }
 
-            for i in 0..<(B * H) { hState[i] = s.h0[d * B * H + i] }
-            if cell == .lstm { for i in 0..<(B * H) { cState[i] = s.c0[d * B * H + i] } }
+    /// Y, Y_h and Y_c while they are computed: time-major, direction-major.
+    private struct Outputs {
+        var y: [Float]   // [T, D, B, H]
+        var yh: [Float]  // [D, B, H]
+        var yc: [Float]  // [D, B, H]
 
-            for step in 0..<T {
-                var any = false
-                for b in 0..<B {
-                    if step < s.lens[b] {
-                        rowOf[b] = s.reverse[d] ? s.lens[b] - 1 - step : step
-                        any = true
-                    } else {
-                        rowOf[b] = -1
-                    }
-                }
-                if !any { break }
-                // hr = H · R[d]ᵀ (for GRU with linear_before_reset = 0, only the z and r gates).
-                let nR = cell == .gru && !linearBeforeReset ? 2 * H : GH
-                hState.withUnsafeBufferPointer { hp in
-                    s.r.withUnsafeBufferPointer { rp in
-                        hr.withUnsafeMutableBufferPointer { op in
-                            guard let hb = hp.baseAddress, let rb = rp.baseAddress, let ob = op.baseAddress else { return }
-                            GEMM.sgemm(transA: false, transB: true, m: B, n: nR, k: H, a: hb, lda: H,
-                                       b: rb + rOff, ldb: H, c: ob, ldc: GH, threads: threads)
-                        }
-                    }
-                }
-                xw.withUnsafeMutableBufferPointer { xwp in
-                hr.withUnsafeMutableBufferPointer { hrp in
-                hState.withUnsafeMutableBufferPointer { hp in
-                cState.withUnsafeMutableBufferPointer { cp in
-                scratch.withUnsafeMutableBufferPointer { sp in
-                guard let xwb = xwp.baseAddress, let hrb = hrp.baseAddress, let hb = hp.baseAddress,
-                      let cb = cp.baseAddress, let sb = sp.baseAddress else { return }
-                let clip = s.clip
-                @inline(__always) func clipped(_ g: UnsafeMutablePointer<Float>, _ n: Int) {
-                    if clip.isFinite { for i in 0..<n { g[i] = min(max(g[i], -clip), clip) } }
-                }
-                switch cell {
-                case .rnn:
-                    for b in 0..<B where rowOf[b] >= 0 {
-                        let g = hrb + b * GH
-                        let xr = xwb + (rowOf[b] * B + b) * GH
-                        for j in 0..<H { g[j] += xr[j] }
-                        clipped(g, H)
-                        acts[0].apply(g, H)
-                        for j in 0..<H { hb[b * H + j] = g[j] }
-                    }
-                case .lstm:
-                    let hasP = !s.peep.isEmpty
-                    let pOff = d * 3 * H
-                    for b in 0..<B where rowOf[b] >= 0 {
-                        let g = hrb + b * GH
-                        let xr = xwb + (rowOf[b] * B + b) * GH
-                        for j in 0..<GH { g[j] += xr[j] }
-                        let gi = g, go = g + H, gf = g + 2 * H, gc = g + 3 * H
-                        let cPrev = cb + b * H
-                        if hasP {
-                            for j in 0..<H {
-                                gi[j] += s.peep[pOff + j] * cPrev[j]
-                                gf[j] += s.peep[pOff + 2 * H + j] * cPrev[j]
-                            }
-                        }
-                        clipped(gi, H); acts[0].apply(gi, H)
-                        if inputForget {
-                            for j in 0..<H { gf[j] = 1 - gi[j] }
-                        } else {
-                            clipped(gf, H); acts[0].apply(gf, H)
-                        }
-                        clipped(gc, H); acts[1].apply(gc, H)
-                        for j in 0..<H { cPrev[j] = gf[j] * cPrev[j] + gi[j] * gc[j] }
-                        if s.cellClip.isFinite { for j in 0..<H { cPrev[j] = min(max(cPrev[j], -s.cellClip), s.cellClip) } }
-                        if hasP { for j in 0..<H { go[j] += s.peep[pOff + H + j] * cPrev[j] } }
-                        clipped(go, H); acts[0].apply(go, H)
-                        // Reuse the cell-gate slot for h(C).
-                        for j in 0..<H { gc[j] = cPrev[j] }
-                        acts[2].apply(gc, H)
-                        for j in 0..<H { hb[b * H + j] = go[j] * gc[j] }
-                    }
-                case .gru:
-                    for b in 0..<B where rowOf[b] >= 0 {
-                        let g = hrb + b * GH
-                        let xr = xwb + (rowOf[b] * B + b) * GH
-                        for j in 0..<(2 * H) { g[j] += xr[j] }
-                        clipped(g, 2 * H)
-                        acts[0].apply(g, 2 * H)
-                        let hPrev = hb + b * H
-                        if linearBeforeReset {
-                            let gh = g + 2 * H
-                            for j in 0..<H { gh[j] = xr[2 * H + j] + g[H + j] * (gh[j] + rbh[j]) }
-                        } else {
-                            for j in 0..<H { sb[b * H + j] = g[H + j] * hPrev[j] }
-                        }
-                    }
-                }
-                }}}}}
-                if cell == .gru {
-                    if !linearBeforeReset {
-                        // (r ⊙ H) · R_hᵀ for all rows, then the candidate.
-                        scratch.withUnsafeBufferPointer { sp in
-                            s.r.withUnsafeBufferPointer { rp in
-                                hr2.withUnsafeMutableBufferPointer { op in
-                                    guard let sb = sp.baseAddress, let rb = rp.baseAddress, let ob = op.baseAddress else { return }
-                                    GEMM.sgemm(transA: false, transB: true, m: B, n: H, k: H, a: sb, lda: H,
-                                               b: rb + rOff + 2 * H * H, ldb: H, c: ob, ldc: H, threads: threads)
-                                }
-                            }
-                        }
-                        for b in 0..<B where rowOf[b] >= 0 {
-                            let xr = (rowOf[b] * B + b) * GH
-                            for j in 0..<H { hr[b * GH + 2 * H + j] = xw[xr + 2 * H + j] + hr2[b * H + j] }
-                        }
-                    }
-                    hr.withUnsafeMutableBufferPointer { hrp in
-                        hState.withUnsafeMutableBufferPointer { hp in
-                            guard let hrb = hrp.baseAddress, let hb = hp.baseAddress else { return }
-                            for b in 0..<B where rowOf[b] >= 0 {
-                                let g = hrb + b * GH
-                                let gh = g + 2 * H
-                                if s.clip.isFinite { for j in 0..<H { gh[j] = min(max(gh[j], -s.clip), s.clip) } }
-                                acts[1].apply(gh, H)
-                                for j in 0..<H {
-                                    let z = g[j]
-                                    hb[b * H + j] = (1 - z) * gh[j] + z * hb[b * H + j]
-                                }
-                            }
-                        }
-                    }
-                }
-                for b in 0..<B where rowOf[b] >= 0 {
-                    let dst = ((rowOf[b] * D + d) * B + b) * H
-                    for j in 0..<H { y[dst + j] = hState[b * H + j] }
-                }
-            }
-            for i in 0..<(B * H) { yh[d * B * H + i] = hState[i] }
-            if cell == .lstm { for i in 0..<(B * H) { yc[d * B * H + i] = cState[i] } }
+        init(_ s: Setup) {
+            y = [Float](repeating: 0, count: s.seq * s.dirs * s.batch * s.hidden)
+            yh = [Float](repeating: 0, count: s.dirs * s.batch * s.hidden)
+            yc = [Float](repeating: 0, count: s.dirs * s.batch * s.hidden)
         }
+    }
 
+    /// The buffers every direction and time step reuses.
+    private struct StepBuffers {
+        var xw: [Float]       // [T, B, G·H]: X·W[d]ᵀ plus the additive biases, per direction
+        var hr: [Float]       // [B, G·H]: H·R[d]ᵀ, then the gates
+        var hState: [Float]   // [B, H]
+        var cState: [Float]   // [B, H]
+        var scratch: [Float]  // [B, H]: r ⊙ H for GRU
+        var hr2: [Float]      // [B, H]: (r ⊙ H)·R_hᵀ for GRU
+        var rowOf: [Int]      // [B]: time index per batch entry at this step (-1: past its length)
+
+        init(_ s: Setup, cell: Cell) {
+            let B = s.batch, H = s.hidden, GH = cell.gates * s.hidden
+            xw = [Float](repeating: 0, count: s.seq * B * GH)
+            hr = [Float](repeating: 0, count: B * GH)
+            hState = [Float](repeating: 0, count: B * H)
+            cState = [Float](repeating: 0, count: B * H)
+            scratch = [Float](repeating: 0, count: B * H)
+            hr2 = [Float](repeating: 0, count: B * H)
+            rowOf = [Int](repeating: -1, count: B)
+        }
+    }
+
+    /// Base addresses of the step buffers while the gates are computed.
+    private struct StepPointers {
+        let xw: UnsafeMutablePointer<Float>
+        let hr: UnsafeMutablePointer<Float>
+        let h: UnsafeMutablePointer<Float>
+        let c: UnsafeMutablePointer<Float>
+        let scratch: UnsafeMutablePointer<Float>
+    }
+
+    /// Direction `d` over the whole sequence: its hidden states go to Y, its last state to Y_h / Y_c.
+    private static func runDirection(_ d: Int, _ s: Setup, _ o: StepOptions, _ buf: inout StepBuffers, _ out: inout Outputs) {
+        projectInputs(d, s, o, into: &buf.xw)
+        let rbh = o.cell == .gru ? gruCandidateRecurrentBias(d, s) : []
+        loadInitialState(d, s, cell: o.cell, &buf)
+        for step in 0..<s.seq {
+            guard selectRows(step: step, d, s, &buf.rowOf) else { break }
+            multiplyRecurrentWeights(d, s, o, &buf)
+            computeGates(d, s, o, rbh: rbh, &buf)
+            if o.cell == .gru { finishGRUStep(d, s, o, &buf) }
+            storeHiddenState(d, s, buf, into: &out.y)
+        }
+        storeFinalState(d, s, cell: o.cell, buf, &out)
+    }
+
+    /// xw = X · W[d]ᵀ for every time step in one GEMM, plus the biases that are
+    /// purely additive (all of Wb and Rb except GRU's candidate Rb with linear_before_reset).
+    private static func projectInputs(_ d: Int, _ s: Setup, _ o: StepOptions, into xw: inout [Float]) {
+        let T = s.seq, B = s.batch, H = s.hidden, I = s.inputSize
+        let GH = o.cell.gates * H
+        let wOff = d * GH * I, bOff = d * 2 * GH
+        s.x.withUnsafeBufferPointer { xp in
+            s.w.withUnsafeBufferPointer { wp in
+                xw.withUnsafeMutableBufferPointer { op in
+                    guard let xb = xp.baseAddress, let wb = wp.baseAddress, let ob = op.baseAddress else { return }
+                    GEMM.sgemm(transA: false, transB: true, m: T * B, n: GH, k: I, a: xb, lda: I,
+                               b: wb + wOff, ldb: I, c: ob, ldc: GH, threads: o.threads)
+                }
+            }
+        }
+        var addBias = [Float](repeating: 0, count: GH)
+        for j in 0..<GH {
+            addBias[j] = s.bias[bOff + j]
+            let isGRUCandidate = o.cell == .gru && j >= 2 * H
+            if !(isGRUCandidate && o.linearBeforeReset) { addBias[j] += s.bias[bOff + GH + j] }
+        }
+        for row in 0..<(T * B) { for j in 0..<GH { xw[row * GH + j] += addBias[j] } }
+    }
+
+    /// GRU's candidate recurrent bias Rb_h of direction `d`.
+    private static func gruCandidateRecurrentBias(_ d: Int, _ s: Setup) -> [Float] {
+        let H = s.hidden, GH = Cell.gru.gates * H
+        let bOff = d * 2 * GH
+        return Array(s.bias[(bOff + GH + 2 * H)..<(bOff + GH + 3 * H)])
+    }
+
+    /// The state before the first step: initial_h (and initial_c) of direction `d`.
+    private static func loadInitialState(_ d: Int, _ s: Setup, cell: Cell, _ buf: inout StepBuffers) {
+        let B = s.batch, H = s.hidden
+        for i in 0..<(B * H) { buf.hState[i] = s.h0[d * B * H + i] }
+        if cell == .lstm { for i in 0..<(B * H) { buf.cState[i] = s.c0[d * B * H + i] } }
+    }
+
+    /// The time index each batch entry reads at `step` (its own last step first
+    /// for the reverse direction; -1 past its length); false when no entry is left.
+    private static func selectRows(step: Int, _ d: Int, _ s: Setup, _ rowOf: inout [Int]) -> Bool {
+        var any = false
+        for b in 0..<s.batch {
+            if step < s.lens[b] {
+                rowOf[b] = s.reverse[d] ? s.lens[b] - 1 - step : step
+                any = true
+            } else {
+                rowOf[b] = -1
+            }
+        }
+        return any
+    }
+
+    /// hr = H · R[d]ᵀ (for GRU with linear_before_reset = 0, only the z and r gates).
+    private static func multiplyRecurrentWeights(_ d: Int, _ s: Setup, _ o: StepOptions, _ buf: inout StepBuffers) {
+        let B = s.batch, H = s.hidden
+        let GH = o.cell.gates * H
+        let rOff = d * GH * H
+        let nR = o.cell == .gru && !o.linearBeforeReset ? 2 * H : GH
+        buf.hState.withUnsafeBufferPointer { hp in
+            s.r.withUnsafeBufferPointer { rp in
+                buf.hr.withUnsafeMutableBufferPointer { op in
+                    guard let hb = hp.baseAddress, let rb = rp.baseAddress, let ob = op.baseAddress else { return }
+                    GEMM.sgemm(transA: false, transB: true, m: B, n: nR, k: H, a: hb, lda: H,
+                               b: rb + rOff, ldb: H, c: ob, ldc: GH, threads: o.threads)
+                }
+            }
+        }
+    }
+
+    /// The gates of every active batch entry from hr and xw: the new state for
+    /// RNN and LSTM; for GRU the z and r gates and what the candidate needs.
+    private static func computeGates(_ d: Int, _ s: Setup, _ o: StepOptions, rbh: [Float], _ buf: inout StepBuffers) {
+        let acts = s.acts[d]
+        let rowOf = buf.rowOf
+        buf.xw.withUnsafeMutableBufferPointer { xwp in
+        buf.hr.withUnsafeMutableBufferPointer { hrp in
+        buf.hState.withUnsafeMutableBufferPointer { hp in
+        buf.cState.withUnsafeMutableBufferPointer { cp in
+        buf.scratch.withUnsafeMutableBufferPointer { sp in
+            guard let xwb = xwp.baseAddress, let hrb = hrp.baseAddress, let hb = hp.baseAddress,
+                  let cb = cp.baseAddress, let sb = sp.baseAddress else { return }
+            let p = StepPointers(xw: xwb, hr: hrb, h: hb, c: cb, scratch: sb)
+            switch o.cell {
+            case .rnn: rnnCells(p, rowOf, s, acts)
+            case .lstm: lstmCells(d, p, rowOf, s, o, acts)
+            case .gru: gruGates(p, rowOf, s, o, acts, rbh: rbh)
+            }
+        }}}}}
+    }
+
+    /// Clamps `n` gate values to ±`bound` (the `clip` attribute; infinite: no clipping).
+    @inline(__always)
+    private static func clipped(_ g: UnsafeMutablePointer<Float>, _ n: Int, _ bound: Float) {
+        if bound.isFinite { for i in 0..<n { g[i] = min(max(g[i], -bound), bound) } }
+    }
+
+    /// RNN: H = f(xw + hr), clipped before f.
+    private static func rnnCells(_ p: StepPointers, _ rowOf: [Int], _ s: Setup, _ acts: [Activation]) {
+        let B = s.batch, H = s.hidden, GH = H
+        for b in 0..<B where rowOf[b] >= 0 {
+            let g = p.hr + b * GH
+            let xr = p.xw + (rowOf[b] * B + b) * GH
+            for j in 0..<H { g[j] += xr[j] }
+            clipped(g, H, s.clip)
+            acts[0].apply(g, H)
+            for j in 0..<H { p.h[b * H + j] = g[j] }
+        }
+    }
+
+    /// LSTM: gates i, o, f, c (peepholes, input_forget, cell clip); the new C and H.
+    private static func lstmCells(_ d: Int, _ p: StepPointers, _ rowOf: [Int], _ s: Setup, _ o: StepOptions,
+                                  _ acts: [Activation]) {
+        let B = s.batch, H = s.hidden, GH = Cell.lstm.gates * H
+        let hasP = !s.peep.isEmpty
+        let pOff = d * 3 * H
+        for b in 0..<B where rowOf[b] >= 0 {
+            let g = p.hr + b * GH
+            let xr = p.xw + (rowOf[b] * B + b) * GH
+            for j in 0..<GH { g[j] += xr[j] }
+            let gi = g, go = g + H, gf = g + 2 * H, gc = g + 3 * H
+            let cPrev = p.c + b * H
+            if hasP {
+                for j in 0..<H {
+                    gi[j] += s.peep[pOff + j] * cPrev[j]
+                    gf[j] += s.peep[pOff + 2 * H + j] * cPrev[j]
+                }
+            }
+            clipped(gi, H, s.clip); acts[0].apply(gi, H)
+            if o.inputForget {
+                for j in 0..<H { gf[j] = 1 - gi[j] }
+            } else {
+                clipped(gf, H, s.clip); acts[0].apply(gf, H)
+            }
+            clipped(gc, H, s.clip); acts[1].apply(gc, H)
+            for j in 0..<H { cPrev[j] = gf[j] * cPrev[j] + gi[j] * gc[j] }
+            if s.cellClip.isFinite { for j in 0..<H { cPrev[j] = min(max(cPrev[j], -s.cellClip), s.cellClip) } }
+            if hasP { for j in 0..<H { go[j] += s.peep[pOff + H + j] * cPrev[j] } }
+            clipped(go, H, s.clip); acts[0].apply(go, H)
+            // Reuse the cell-gate slot for h(C).
+            for j in 0..<H { gc[j] = cPrev[j] }
+            acts[2].apply(gc, H)
+            for j in 0..<H { p.h[b * H + j] = go[j] * gc[j] }
+        }
+    }
+
+    /// GRU, first half: the z and r gates; with linear_before_reset the
+    /// candidate's pre-activation, else r ⊙ H in the scratch buffer.
+    private static func gruGates(_ p: StepPointers, _ rowOf: [Int], _ s: Setup, _ o: StepOptions, _ acts: [Activation],
+                                 rbh: [Float]) {
+        let B = s.batch, H = s.hidden, GH = Cell.gru.gates * H
+        for b in 0..<B where rowOf[b] >= 0 {
+            let g = p.hr + b * GH
+            let xr = p.xw + (rowOf[b] * B + b) * GH
+            for j in 0..<(2 * H) { g[j] += xr[j] }
+            clipped(g, 2 * H, s.clip)
+            acts[0].apply(g, 2 * H)
+            let hPrev = p.h + b * H
+            if o.linearBeforeReset {
+                let gh = g + 2 * H
+                for j in 0..<H { gh[j] = xr[2 * H + j] + g[H + j] * (gh[j] + rbh[j]) }
+            } else {
+                for j in 0..<H { p.scratch[b * H + j] = g[H + j] * hPrev[j] }
+            }
+        }
+    }
+
+    /// GRU, second half: (without linear_before_reset) the candidate's
+    /// pre-activation from (r ⊙ H) · R_hᵀ, then the candidate and the new H.
+    private static func finishGRUStep(_ d: Int, _ s: Setup, _ o: StepOptions, _ buf: inout StepBuffers) {
+        let B = s.batch, H = s.hidden
+        let GH = Cell.gru.gates * H
+        let rOff = d * GH * H
+        let rowOf = buf.rowOf
+        if !o.linearBeforeReset {
+            // (r ⊙ H) · R_hᵀ for all rows, then the candidate.
+            buf.scratch.withUnsafeBufferPointer { sp in
+                s.r.withUnsafeBufferPointer { rp in
+                    buf.hr2.withUnsafeMutableBufferPointer { op in
+                        guard let sb = sp.baseAddress, let rb = rp.baseAddress, let ob = op.baseAddress else { return }
+                        GEMM.sgemm(transA: false, transB: true, m: B, n: H, k: H, a: sb, lda: H,
+                                   b: rb + rOff + 2 * H * H, ldb: H, c: ob, ldc: H, threads: o.threads)
+                    }
+                }
+            }
+            for b in 0..<B where rowOf[b] >= 0 {
+                let xr = (rowOf[b] * B + b) * GH
+                for j in 0..<H { buf.hr[b * GH + 2 * H + j] = buf.xw[xr + 2 * H + j] + buf.hr2[b * H + j] }
+            }
+        }
+        let candidate = s.acts[d][1]
+        buf.hr.withUnsafeMutableBufferPointer { hrp in
+            buf.hState.withUnsafeMutableBufferPointer { hp in
+                guard let hrb = hrp.baseAddress, let hb = hp.baseAddress else { return }
+                for b in 0..<B where rowOf[b] >= 0 {
+                    let g = hrb + b * GH
+                    let gh = g + 2 * H
+                    clipped(gh, H, s.clip)
+                    candidate.apply(gh, H)
+                    for j in 0..<H {
+                        let z = g[j]
+                        hb[b * H + j] = (1 - z) * gh[j] + z * hb[b * H + j]
+                    }
+                }
+            }
+        }
+    }
+
+    /// Copies the new hidden state of every active batch entry into Y at its time index.
+    private static func storeHiddenState(_ d: Int, _ s: Setup, _ buf: StepBuffers, into y: inout [Float]) {
+        let B = s.batch, H = s.hidden, D = s.dirs
+        for b in 0..<B where buf.rowOf[b] >= 0 {
+            let dst = ((buf.rowOf[b] * D + d) * B + b) * H
+            for j in 0..<H { y[dst + j] = buf.hState[b * H + j] }
+        }
+    }
+
+    /// Y_h (and Y_c) of direction `d`: the state after its last step.
+    private static func storeFinalState(_ d: Int, _ s: Setup, cell: Cell, _ buf: StepBuffers, _ out: inout Outputs) {
+        let B = s.batch, H = s.hidden
+        for i in 0..<(B * H) { out.yh[d * B * H + i] = buf.hState[i] }
+        if cell == .lstm { for i in 0..<(B * H) { out.yc[d * B * H + i] = buf.cState[i] } }
+    }
+
+    /// The output tensors: in layout 1 batch-major, rounded to the input's dtype.
+    private static func outputTensors(_ out: Outputs, _ s: Setup, cell: Cell) -> [Tensor] {
+        let T = s.seq, B = s.batch, H = s.hidden, D = s.dirs
+        var y = out.y, yh = out.yh, yc = out.yc
         var yShape = [T, D, B, H], hShape = [D, B, H]
         if s.layout == 1 {
             // [T, D, B, H] → [B, T, D, H]: batched 2-D transpose of [T·D] × [B·H] rows of H.
-            var out = [Float](repeating: 0, count: y.count)
+            var batchMajor = [Float](repeating: 0, count: y.count)
             for t in 0..<T { for dd in 0..<D { for b in 0..<B { for j in 0..<H {
-                out[((b * T + t) * D + dd) * H + j] = y[((t * D + dd) * B + b) * H + j]
+                batchMajor[((b * T + t) * D + dd) * H + j] = y[((t * D + dd) * B + b) * H + j]
             } } } }
-            y = out
+            y = batchMajor
             yh = swapFirstTwo(yh, D, B, H)
             yc = swapFirstTwo(yc, D, B, H)
             yShape = [B, T, D, H]
             hShape = [B, D, H]
         }
         let dt = s.dtype
-        var outs = [Tensor(dtype: dt, shape: yShape, storage: .float(ShapeKernels.roundedToDType(y, dt))),
-                    Tensor(dtype: dt, shape: hShape, storage: .float(ShapeKernels.roundedToDType(yh, dt)))]
-        if cell == .lstm { outs.append(Tensor(dtype: dt, shape: hShape, storage: .float(ShapeKernels.roundedToDType(yc, dt)))) }
+        var outs = [Tensor(dtype: dt, shape: yShape, storage: .float(dt.rounded(y))),
+                    Tensor(dtype: dt, shape: hShape, storage: .float(dt.rounded(yh)))]
+        if cell == .lstm { outs.append(Tensor(dtype: dt, shape: hShape, storage: .float(dt.rounded(yc)))) }
         return outs
     }
 }

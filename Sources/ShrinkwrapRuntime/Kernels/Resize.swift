@@ -22,61 +22,98 @@ extension NNKernels {
     /// separable, so each resized axis is processed in turn.
     public static func resize(_ c: KernelContext) throws -> [Tensor] {
         let xt = try c.input(0)
-        let rank = xt.rank
-        let x: [Float]
+        let x = try resizeInputValues(c, xt)
+        let attrs = try ResizeAttributes(c)
+        let axes = try resizeAxes(c, rank: xt.rank)
+        let (scale, outShape) = try resizeTarget(c, xt.shape, axes: axes, policy: attrs.policy)
+        let roi = try regionOfInterest(c, rank: xt.rank, axes: axes, ctm: attrs.ctm)
+        if try c.checkedCount(outShape) == 0 {
+            if case .int = xt.storage { return [Tensor(dtype: xt.dtype, shape: outShape, storage: .int([]))] }
+            return [floatTensor([], shape: outShape, dtype: xt.dtype)]
+        }
+        let y = try resizeAxisByAxis(c, x, shape: xt.shape, to: outShape, axes: axes, scale: scale, roi: roi, attrs)
+        return [resizedTensor(y, like: xt, shape: outShape)]
+    }
+
+    // MARK: Resize steps
+
+    /// Resize's attributes, validated.
+    private struct ResizeAttributes {
+        let mode: ResizeMode
+        let ctm: String
+        let nearestMode: String
+        let policy: String
+        let antialias: Bool
+        let cubicA: Double
+        let excludeOutside: Bool
+        let extrapolation: Float
+
+        init(_ c: KernelContext) throws {
+            let modeName = try c.string("mode", default: "nearest")
+            switch modeName {
+            case "nearest": mode = .nearest
+            case "linear": mode = .linear
+            case "cubic": mode = .cubic
+            default: throw c.badAttribute("mode", "unknown value '\(modeName)' (expected nearest, linear or cubic)")
+            }
+            ctm = try c.string("coordinate_transformation_mode", default: "half_pixel")
+            let knownCTM = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                            "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"]
+            guard knownCTM.contains(ctm) else {
+                throw c.badAttribute("coordinate_transformation_mode", "unknown value '\(ctm)'")
+            }
+            nearestMode = try c.string("nearest_mode", default: "round_prefer_floor")
+            guard ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"].contains(nearestMode) else {
+                throw c.badAttribute("nearest_mode", "unknown value '\(nearestMode)'")
+            }
+            policy = try c.string("keep_aspect_ratio_policy", default: "stretch")
+            guard ["stretch", "not_larger", "not_smaller"].contains(policy) else {
+                throw c.badAttribute("keep_aspect_ratio_policy", "unknown value '\(policy)'")
+            }
+            antialias = try c.int("antialias", default: 0) != 0
+            cubicA = Double(try c.float("cubic_coeff_a", default: -0.75))
+            excludeOutside = try c.int("exclude_outside", default: 0) != 0
+            extrapolation = try c.float("extrapolation_value", default: 0)
+        }
+    }
+
+    /// X's values as floats (integers converted; bool refused).
+    private static func resizeInputValues(_ c: KernelContext, _ xt: Tensor) throws -> [Float] {
         switch xt.storage {
-        case .float(let f): x = f
-        case .int(let v): x = v.map { Float($0) }
+        case .float(let f): return f
+        case .int(let v): return v.map { Float($0) }
         case .bool: throw c.fail("X must be numeric, got bool")
         }
-        let modeName = try c.string("mode", default: "nearest")
-        let mode: ResizeMode
-        switch modeName {
-        case "nearest": mode = .nearest
-        case "linear": mode = .linear
-        case "cubic": mode = .cubic
-        default: throw c.badAttribute("mode", "unknown value '\(modeName)' (expected nearest, linear or cubic)")
-        }
-        let ctm = try c.string("coordinate_transformation_mode", default: "half_pixel")
-        let knownCTM = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                        "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"]
-        guard knownCTM.contains(ctm) else {
-            throw c.badAttribute("coordinate_transformation_mode", "unknown value '\(ctm)'")
-        }
-        let nearestMode = try c.string("nearest_mode", default: "round_prefer_floor")
-        guard ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"].contains(nearestMode) else {
-            throw c.badAttribute("nearest_mode", "unknown value '\(nearestMode)'")
-        }
-        let policy = try c.string("keep_aspect_ratio_policy", default: "stretch")
-        guard ["stretch", "not_larger", "not_smaller"].contains(policy) else {
-            throw c.badAttribute("keep_aspect_ratio_policy", "unknown value '\(policy)'")
-        }
-        let antialias = try c.int("antialias", default: 0) != 0
-        let cubicA = Double(try c.float("cubic_coeff_a", default: -0.75))
-        let excludeOutside = try c.int("exclude_outside", default: 0) != 0
-        let extrapolation = try c.float("extrapolation_value", default: 0)
+    }
 
-        // Axes the scales / sizes / roi refer to.
-        var axes = Array(0..<rank)
-        if let a = try c.ints("axes") {
-            var seen = Set<Int>()
-            axes = try a.map { v in
-                let n = try c.axis(v, rank: rank, name: "axes")
-                guard seen.insert(n).inserted else { throw c.badAttribute("axes", "axis \(v) is repeated") }
-                return n
-            }
+    /// Axes the scales / sizes / roi refer to (the `axes` attribute, default all).
+    private static func resizeAxes(_ c: KernelContext, rank: Int) throws -> [Int] {
+        guard let a = try c.ints("axes") else { return Array(0..<rank) }
+        var seen = Set<Int>()
+        return try a.map { v in
+            let n = try c.axis(v, rank: rank, name: "axes")
+            guard seen.insert(n).inserted else { throw c.badAttribute("axes", "axis \(v) is repeated") }
+            return n
         }
-        func nonEmpty(_ i: Int) -> Tensor? {
-            guard let t = c.optionalInput(i), t.count > 0 else { return nil }
-            return t
-        }
-        let scalesT = nonEmpty(2), sizesT = nonEmpty(3)
+    }
+
+    /// Optional input `i`, treated as absent when it has no elements.
+    private static func nonEmptyInput(_ c: KernelContext, _ i: Int) -> Tensor? {
+        guard let t = c.optionalInput(i), t.count > 0 else { return nil }
+        return t
+    }
+
+    /// The scale and output size of every axis, from scales (input 2) or sizes
+    /// (input 3, with keep_aspect_ratio_policy).
+    private static func resizeTarget(_ c: KernelContext, _ inShape: [Int], axes: [Int],
+                                     policy: String) throws -> (scale: [Double], outShape: [Int]) {
+        let scalesT = nonEmptyInput(c, 2), sizesT = nonEmptyInput(c, 3)
         guard (scalesT == nil) != (sizesT == nil) else {
             throw c.fail(scalesT == nil ? "one of scales (input 2) or sizes (input 3) is required"
                                         : "only one of scales (input 2) and sizes (input 3) may be given")
         }
-        var scale = [Double](repeating: 1, count: rank)
-        var outShape = xt.shape
+        var scale = [Double](repeating: 1, count: inShape.count)
+        var outShape = inShape
         if let st = scalesT {
             guard let sv = st.floats else { throw c.fail("scales must be floating point, got \(st.dtype)") }
             guard sv.count == axes.count else {
@@ -85,7 +122,7 @@ extension NNKernels {
             for (i, d) in axes.enumerated() {
                 let s = Double(sv[i])
                 guard s.isFinite, s > 0 else { throw c.fail("scale \(sv[i]) for axis \(d) must be positive and finite") }
-                let o = (s * Double(xt.shape[d])).rounded(.down)
+                let o = (s * Double(inShape[d])).rounded(.down)
                 guard o < Double(1 << 40) else { throw c.fail("scale \(sv[i]) makes axis \(d) too large") }
                 scale[d] = s
                 outShape[d] = Int(o)
@@ -95,23 +132,28 @@ extension NNKernels {
             guard zv.count == axes.count else { throw c.fail("sizes has \(zv.count) values for \(axes.count) axes") }
             for (i, d) in axes.enumerated() {
                 guard zv[i] >= 0 && zv[i] <= 1 << 40 else { throw c.fail("size \(zv[i]) for axis \(d) is out of range") }
-                guard xt.shape[d] > 0 || zv[i] == 0 else { throw c.fail("cannot resize empty axis \(d) to \(zv[i])") }
+                guard inShape[d] > 0 || zv[i] == 0 else { throw c.fail("cannot resize empty axis \(d) to \(zv[i])") }
                 outShape[d] = Int(zv[i])
-                scale[d] = xt.shape[d] > 0 ? Double(zv[i]) / Double(xt.shape[d]) : 1
+                scale[d] = inShape[d] > 0 ? Double(zv[i]) / Double(inShape[d]) : 1
             }
             if policy != "stretch" && !axes.isEmpty {
                 let ratios = axes.map { scale[$0] }
                 let s = policy == "not_larger" ? (ratios.min() ?? 1) : (ratios.max() ?? 1)
                 for d in axes {
                     scale[d] = s
-                    outShape[d] = Int((s * Double(xt.shape[d]) + 0.5).rounded(.down))
+                    outShape[d] = Int((s * Double(inShape[d]) + 0.5).rounded(.down))
                 }
             }
         }
-        // Region of interest per axis (tf_crop_and_resize only).
+        return (scale, outShape)
+    }
+
+    /// Region of interest per axis (tf_crop_and_resize only; else 0 … 1).
+    private static func regionOfInterest(_ c: KernelContext, rank: Int, axes: [Int],
+                                         ctm: String) throws -> (start: [Double], end: [Double]) {
         var roiStart = [Double](repeating: 0, count: rank), roiEnd = [Double](repeating: 1, count: rank)
         if ctm == "tf_crop_and_resize" {
-            guard let rt = nonEmpty(1) else { throw c.fail("tf_crop_and_resize needs roi (input 1)") }
+            guard let rt = nonEmptyInput(c, 1) else { throw c.fail("tf_crop_and_resize needs roi (input 1)") }
             let rv = rt.doubles
             if rv.count == 2 * axes.count {
                 for (i, d) in axes.enumerated() { roiStart[d] = rv[i]; roiEnd[d] = rv[axes.count + i] }
@@ -124,48 +166,55 @@ extension NNKernels {
                 throw c.fail("roi values must be finite")
             }
         }
-        if try c.checkedCount(outShape) == 0 {
-            if case .int = xt.storage { return [Tensor(dtype: xt.dtype, shape: outShape, storage: .int([]))] }
-            return [floatTensor([], shape: outShape, dtype: xt.dtype)]
-        }
+        return (roiStart, roiEnd)
+    }
 
-        // Resize one axis at a time, shrinking axes first so that no
-        // intermediate result is larger than needed; identity axes are skipped.
+    /// Resizes one axis at a time, shrinking axes first so that no
+    /// intermediate result is larger than needed; identity axes are skipped.
+    private static func resizeAxisByAxis(_ c: KernelContext, _ x: [Float], shape inShape: [Int], to outShape: [Int],
+                                         axes: [Int], scale: [Double], roi: (start: [Double], end: [Double]),
+                                         _ attrs: ResizeAttributes) throws -> [Float] {
         var cur = x
-        var curShape = xt.shape
-        let order = axes.sorted().filter { outShape[$0] < xt.shape[$0] } + axes.sorted().filter { outShape[$0] >= xt.shape[$0] }
+        var curShape = inShape
+        let order = axes.sorted().filter { outShape[$0] < inShape[$0] } + axes.sorted().filter { outShape[$0] >= inShape[$0] }
         for d in order {
             let inW = curShape[d], outW = outShape[d]
             let identity = abs(scale[d] - 1) < 1e-12 && inW == outW
-                && (ctm != "tf_crop_and_resize" || (roiStart[d] == 0 && roiEnd[d] == 1))
+                && (attrs.ctm != "tf_crop_and_resize" || (roi.start[d] == 0 && roi.end[d] == 1))
             if identity { continue }
             var nextShape = curShape
             nextShape[d] = outW
             _ = try c.checkedCount(nextShape)
             let outer = product(curShape[..<d]), inner = product(curShape[(d + 1)...])
             if outer * inner == 0 || outW == 0 || inW == 0 {
-                cur = [Float](repeating: extrapolation, count: product(nextShape[...]))
+                cur = [Float](repeating: attrs.extrapolation, count: product(nextShape[...]))
                 curShape = nextShape
                 continue
             }
-            let taps = try axisTaps(c, mode: mode, inW: inW, outW: outW, scale: scale[d], ctm: ctm,
-                                    roi: (roiStart[d], roiEnd[d]), nearestMode: nearestMode,
-                                    antialias: antialias, cubicA: cubicA, excludeOutside: excludeOutside)
+            let taps = try axisTaps(c, mode: attrs.mode, inW: inW, outW: outW, scale: scale[d], ctm: attrs.ctm,
+                                    roi: (roi.start[d], roi.end[d]), nearestMode: attrs.nearestMode,
+                                    antialias: attrs.antialias, cubicA: attrs.cubicA, excludeOutside: attrs.excludeOutside)
             cur = resizeAxis(cur, outer: outer, inW: inW, inner: inner, outW: outW, taps: taps,
-                             extrapolation: extrapolation, threads: c.threads)
+                             extrapolation: attrs.extrapolation, threads: c.threads)
             curShape = nextShape
         }
+        return cur
+    }
+
+    /// The result in X's dtype: integers rounded half to even (non-finite → 0,
+    /// saturated, then wrapped), floats rounded to the dtype.
+    private static func resizedTensor(_ y: [Float], like xt: Tensor, shape outShape: [Int]) -> Tensor {
         switch xt.storage {
         case .int:
             let dt = xt.dtype
-            let ints = cur.map { v -> Int64 in
+            let ints = y.map { v -> Int64 in
                 guard v.isFinite else { return 0 }
                 let r = v.rounded(.toNearestOrEven)
                 return dt.wrap(r >= 9.2e18 ? Int64.max : r <= -9.2e18 ? Int64.min : Int64(r))
             }
-            return [Tensor(dtype: dt, shape: outShape, storage: .int(ints))]
+            return Tensor(dtype: dt, shape: outShape, storage: .int(ints))
         default:
-            return [floatTensor(cur, shape: outShape, dtype: xt.dtype)]
+            return floatTensor(y, shape: outShape, dtype: xt.dtype)
         }
     }
 
