@@ -9,8 +9,9 @@ let package = Package(
     products: [
         .executable(name: "shrinkwrap", targets: ["ShrinkwrapCLI"]),
         // The facade and the modules its API speaks in (graphs and tensors, the interpreter,
-        // compression plans and logs, reports), so that a client can import each of them.
-        .library(name: "Shrinkwrap", targets: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapReport"]),
+        // compression plans and logs, reports, input data), so that a client can import each of them.
+        .library(name: "Shrinkwrap", targets: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapReport",
+                                               "ShrinkwrapData"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -50,34 +51,41 @@ let package = Package(
             name: "CImageCodecs",
             linkerSettings: [.linkedLibrary("png", .when(platforms: [.linux])), .linkedLibrary("jpeg", .when(platforms: [.linux]))]
         ),
+        // Model inputs: .npy / .npz, PNG / JPEG, text + vocabulary, seeded random inputs, SHA-256. No format
+        // dependency: what it needs from a format's metadata (vocabulary keys) the facade passes in.
+        .target(
+            name: "ShrinkwrapData",
+            dependencies: ["ShrinkwrapIR", "ZipArchive", .target(name: "CImageCodecs", condition: .when(platforms: [.linux]))]
+        ),
         .target(
             name: "Shrinkwrap",
             dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapTFLite", "ShrinkwrapReport",
-                           "ZipArchive", .target(name: "CImageCodecs", condition: .when(platforms: [.linux]))]
+                           "ShrinkwrapData"]
         ),
         .executableTarget(
             name: "ShrinkwrapCLI",
-            dependencies: ["Shrinkwrap", "ShrinkwrapIR", "ShrinkwrapCompression", "ShrinkwrapRuntime", "ShrinkwrapReport",
+            dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapIR", "ShrinkwrapCompression", "ShrinkwrapRuntime", "ShrinkwrapReport",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "ShrinkwrapTestSupport", path: "Tests/ShrinkwrapTestSupport"),
+        .target(name: "ShrinkwrapTestSupport", dependencies: ["ZipArchive"], path: "Tests/ShrinkwrapTestSupport"),
         .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapTestSupport"]),
         .testTarget(name: "ShrinkwrapCompressionTests", dependencies: ["ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"]),
         .testTarget(
             name: "ShrinkwrapCoreMLTests",
-            dependencies: ["ShrinkwrapCoreML", "ShrinkwrapCompression", "ShrinkwrapIR", "CoreMLSchema", "Shrinkwrap", "ShrinkwrapRuntime",
+            dependencies: ["ShrinkwrapCoreML", "ShrinkwrapCompression", "ShrinkwrapIR", "CoreMLSchema", "Shrinkwrap", "ShrinkwrapData", "ShrinkwrapRuntime",
                            "ShrinkwrapTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
         .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "Shrinkwrap", "ShrinkwrapTestSupport"]),
         .testTarget(
             name: "ShrinkwrapONNXTests",
-            dependencies: ["Shrinkwrap", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR", "ONNXSchema", "ShrinkwrapTestSupport",
+            dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR", "ONNXSchema", "ShrinkwrapTestSupport",
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["conformance-exclusions.txt"]
         ),
-        .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX", "ShrinkwrapReport", "ShrinkwrapTestSupport",
-                                                     "ZipArchive", "ShrinkwrapTFLite", "ShrinkwrapCoreML", "FlatBuffers"], exclude: ["Fixtures"]),
-        .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapCompression", "ShrinkwrapIR"]),
+        .testTarget(name: "ShrinkwrapTests", dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapONNX",
+                                                     "ShrinkwrapReport", "ShrinkwrapTestSupport", "ZipArchive", "ShrinkwrapTFLite", "ShrinkwrapCoreML", "FlatBuffers"]),
+        .testTarget(name: "ShrinkwrapDataTests", dependencies: ["ShrinkwrapData", "ShrinkwrapIR", "ShrinkwrapTestSupport", "ZipArchive"], exclude: ["Fixtures"]),
+        .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapCompression", "ShrinkwrapIR"]),
         .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers"], exclude: ["Fixtures"]),
         .testTarget(name: "ZipArchiveTests", dependencies: ["ZipArchive", "ShrinkwrapTestSupport"]),
         .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport",

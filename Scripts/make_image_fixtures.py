@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the JPEG test fixtures in Tests/ShrinkwrapTests/Fixtures/Images:
+"""Writes the JPEG test fixtures in Tests/ShrinkwrapDataTests/Fixtures/Images:
 small JPEGs made with Pillow and, beside each, the pixels Pillow decodes
 (NAME.pixels.npy, uint8 [H, W, C]) that shrinkwrap's libjpeg decoding must equal.
 

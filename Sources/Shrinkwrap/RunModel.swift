@@ -1,4 +1,5 @@
 import Foundation
+import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapRuntime
 
@@ -60,11 +61,8 @@ public enum ModelRunner {
     /// Seeded uniform [0, 1) inputs (small integers for integer inputs) for
     /// every runtime input; dimensions that are not fixed become 1.
     public static func syntheticInputs(graph: Graph, seed: UInt64) throws -> [String: Tensor] {
-        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        func next() -> UInt64 {  // xorshift64*
-            state ^= state >> 12; state ^= state << 25; state ^= state >> 27
-            return state &* 2_685_821_657_736_338_717
-        }
+        var rng = SeededGenerator(seed: seed)
+        func next() -> UInt64 { rng.next() }
         var out: [String: Tensor] = [:]
         for i in graph.runtimeInputs {
             let shape = (i.shape ?? []).map { $0.value ?? 1 }

@@ -1,5 +1,6 @@
 import Foundation
 import ShrinkwrapCompression
+import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapReport
 import ShrinkwrapRuntime

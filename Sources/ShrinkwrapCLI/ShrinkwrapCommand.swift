@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Shrinkwrap
+import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapCompression
 import ShrinkwrapRuntime

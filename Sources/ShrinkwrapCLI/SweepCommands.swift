@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Shrinkwrap
 import ShrinkwrapCompression
+import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapReport
 
@@ -50,7 +51,7 @@ struct PrepFlags: ParsableArguments {
     }
 
     func options() throws -> DataOptions {
-        var o = DataOptions()
+        var o = DataOptions.forLoadedModels
         func size(_ text: String?, _ flag: String) throws -> ImagePreprocessing.Size? {
             guard let text else { return nil }
             guard let s = ImagePreprocessing.Size.parse(text) else { throw ValidationError("--\(flag) '\(text)': give N or WxH (1…65536)") }

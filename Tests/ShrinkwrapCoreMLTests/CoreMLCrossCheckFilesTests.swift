@@ -1,6 +1,7 @@
 import CoreMLSchema
 import Foundation
 import Shrinkwrap
+import ShrinkwrapData
 import ShrinkwrapCompression
 @testable import ShrinkwrapCoreML
 import ShrinkwrapIR

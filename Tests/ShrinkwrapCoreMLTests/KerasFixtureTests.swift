@@ -1,5 +1,6 @@
 import Foundation
 import Shrinkwrap
+import ShrinkwrapData
 import ShrinkwrapCoreML
 import ShrinkwrapIR
 import ShrinkwrapRuntime

@@ -1,6 +1,7 @@
 import Foundation
 import ONNXSchema
 import Shrinkwrap
+import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapONNX
 import ShrinkwrapRuntime

@@ -1,4 +1,5 @@
 import Shrinkwrap
+import ShrinkwrapData
 import ShrinkwrapIR
 import XCTest
 
@@ -23,5 +24,14 @@ final class ModelRunnerTests: XCTestCase {
         XCTAssertEqual(ModelRunner.fileName(for: "gpu_0/softmax_1"), "gpu_0_softmax_1")
         XCTAssertEqual(ModelRunner.fileName(for: "../x"), ".._x")
         XCTAssertEqual(ModelRunner.fileName(for: ""), "output")
+    }
+
+    /// run --text (was in ImageTextDataTests' text-file test, which moved to ShrinkwrapDataTests).
+    func testTextInputUsesTheGivenVocabulary() throws {
+        let info = ValueInfo(name: "ids", dtype: .int32, shape: [.fixed(1), .fixed(4)])
+        let g = Graph(inputs: [info])
+        var o = DataOptions()
+        o.vocabulary = try Vocabulary.parse("<PAD> 0\n<START> 1\n<UNKNOWN> 2\ni 3\nfeel 4\ngreat 5\ndon't 6\ncafé 7\n42 8\n", source: "vocab.txt")
+        XCTAssertEqual(try ModelRunner.textInput("great day", graph: g, options: o)["ids"]?.ints, [1, 5, 2, 0])
     }
 }

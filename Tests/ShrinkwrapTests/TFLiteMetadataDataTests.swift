@@ -1,8 +1,10 @@
 import FlatBuffers
 import Foundation
-@testable import Shrinkwrap
+import Shrinkwrap
+import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapRuntime
+import ShrinkwrapTestSupport
 import ShrinkwrapTFLite
 import XCTest
 import ZipArchive
@@ -145,7 +147,8 @@ final class TFLiteMetadataDataTests: XCTestCase {
         let want = try XCTUnwrap(try NPY.read(metadataFixtures.appendingPathComponent("text_classifier.output_0.npy")).floats)
         for (a, b) in zip(got, want) { XCTAssertEqual(a, b, accuracy: 1e-5) }
         // Text files too, and the description says where the vocabulary came from.
-        let set = try InputData.load([metadataFixtures.appendingPathComponent("text_classifier.sentence.txt").path], graph: g)
+        let set = try InputData.load([metadataFixtures.appendingPathComponent("text_classifier.sentence.txt").path], graph: g,
+                                     options: .forLoadedModels)
         XCTAssertEqual(set.samples.count, 1)
         XCTAssertTrue(set.description.contains("vocabulary: vocab.txt in the model's metadata"), set.description)
     }

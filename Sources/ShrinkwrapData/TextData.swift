@@ -1,6 +1,5 @@
 import Foundation
 import ShrinkwrapIR
-import ShrinkwrapTFLite
 
 /// A word → id table, as TFLite Model Maker text classifiers ship it
 /// (vocab.txt, one "word id" line per entry).
@@ -53,15 +52,35 @@ public struct Vocabulary: Sendable, Equatable {
         return Vocabulary(ids: ids, source: source)
     }
 
-    /// The vocabulary a TFLite model keeps in its metadata (Model Maker's
-    /// text classifiers: RegexTokenizerOptions' vocab_file), when its words are
-    /// split the way `words(_:)` splits them (no tokenizer pattern, or Model
-    /// Maker's `[^\w\']+`); nil otherwise. A vocabulary that does not parse is an error.
-    public static func fromMetadata(_ graph: Graph) throws -> Vocabulary? {
+    /// Where a model's metadata keeps a vocabulary: the keys a format's
+    /// importer stores it under. Data loading does not depend on formats, so
+    /// the `Shrinkwrap` facade supplies them (`Vocabulary.MetadataKeys.tflite`:
+    /// Model Maker's text classifiers, RegexTokenizerOptions' vocab_file).
+    public struct MetadataKeys: Sendable, Equatable {
+        /// The `Metadata.formatData` entry holding the vocabulary file's bytes.
+        public var vocabulary: String
+        /// The `Metadata.properties` entry naming that file (for messages).
+        public var fileName: String
+        /// The `Metadata.properties` entry holding the tokenizer's split pattern.
+        public var tokenizerPattern: String
+        /// The split pattern `words(_:)` implements; a vocabulary stored with another one is not used.
+        public var wordsPattern: String
+
+        public init(vocabulary: String, fileName: String, tokenizerPattern: String, wordsPattern: String) {
+            self.vocabulary = vocabulary; self.fileName = fileName; self.tokenizerPattern = tokenizerPattern; self.wordsPattern = wordsPattern
+        }
+    }
+
+    /// The vocabulary a model keeps in its metadata under `keys`, when its
+    /// words are split the way `words(_:)` splits them (no tokenizer pattern,
+    /// or `keys.wordsPattern`); nil otherwise, and nil without keys. A
+    /// vocabulary that does not parse is an error.
+    public static func fromMetadata(_ graph: Graph, keys: MetadataKeys?) throws -> Vocabulary? {
+        guard let keys else { return nil }
         let m = graph.metadata
-        guard let bytes = m.formatData(TFLiteMetadata.vocabularyKey) else { return nil }
-        if let pattern = m.property(TFLiteMetadata.tokenizerRegexKey), pattern != TFLiteMetadata.modelMakerRegex { return nil }
-        let source = "\(m.property(TFLiteMetadata.vocabularyFileKey) ?? "vocabulary") in the model's metadata"
+        guard let bytes = m.formatData(keys.vocabulary) else { return nil }
+        if let pattern = m.property(keys.tokenizerPattern), pattern != keys.wordsPattern { return nil }
+        let source = "\(m.property(keys.fileName) ?? "vocabulary") in the model's metadata"
         guard let text = String(bytes: bytes, encoding: .utf8) else { throw InputData.Error("\(source): the vocabulary is not UTF-8 text") }
         return try parse(text, source: source)
     }
@@ -162,7 +181,7 @@ public enum TextData {
     }
 
     /// One tensor per non-blank line of `text`.
-    static func tensors(fromText text: String, display: String, for info: ValueInfo, vocabulary: Vocabulary?,
+    public static func tensors(fromText text: String, display: String, for info: ValueInfo, vocabulary: Vocabulary?,
                         sequenceLength: Int?) throws -> [(tensor: Tensor, source: String)] {
         guard let vocabulary else {
             throw InputData.Error("\(display): text input needs --vocab FILE (the model's \"word id\" vocabulary; its metadata has none Shrinkwrap can use)")

@@ -1,5 +1,5 @@
 import Foundation
-import Shrinkwrap
+@testable import ShrinkwrapData
 import ShrinkwrapIR
 import XCTest
 

@@ -1,5 +1,5 @@
 import Foundation
-@testable import Shrinkwrap
+@testable import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapTestSupport
 import XCTest

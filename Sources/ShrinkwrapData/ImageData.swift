@@ -386,7 +386,7 @@ public enum ImageData {
     }
 
     /// One image file as the input `info` takes it.
-    static func tensor(fromFile url: URL, display: String, for info: ValueInfo, graph: Graph, options: ImagePreprocessing) throws -> Tensor {
+    public static func tensor(fromFile url: URL, display: String, for info: ValueInfo, graph: Graph, options: ImagePreprocessing) throws -> Tensor {
         let bytes: [UInt8]
         do { bytes = Array(try Data(contentsOf: url)) } catch {
             throw InputData.Error("\(display): cannot read: \((error as NSError).localizedDescription)")
