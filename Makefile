@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -229,6 +229,9 @@ test-in-test-build: schemas-check build
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
 	$(SWIFT_BUILD_TESTS)
 	$(SWIFT_TEST)
+
+lint: ## file and function sizes, Package.swift dependencies = imports (Scripts/lint.py)
+	python3 Scripts/lint.py
 
 crosscheck: deps venv testdata build ## onnxruntime vs shrinkwrap on every light model (rel diff <= 1e-4)
 	@echo "== onnxruntime cross-check: light models as shipped (arange input) =="
