@@ -218,7 +218,7 @@ test: deps deps-browser venv testdata ## build, run every test suite and the cro
 
 # (`make test`'s body, run with BUILD_DIR = TEST_BUILD_DIR: every target below, and each
 # sub-make, sees the tests' binary as BIN.)
-test-in-test-build: schemas-check build
+test-in-test-build: lint schemas-check build
 	$(SWIFT_BUILD_TESTS) 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\] (Compiling|Write|Linking|Emitting)' ; exit $${PIPESTATUS[0]}
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}

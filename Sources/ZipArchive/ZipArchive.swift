@@ -174,6 +174,35 @@ public struct ZipArchive: Sendable {
         return fallback
     }
 
+    /// ZIP64: a locator just before the classic end record (at `end`) points at the ZIP64 end
+    /// record, which holds the entry count, the directory's size and offset; and the record's
+    /// own offset, where the directory ends.
+    static func zip64EndRecord(_ b: [UInt8], end: Int, fail: (String) -> Error) throws -> (entries: Int, size: Int, offset: Int, cdEnd: Int) {
+        let size = b.count
+        guard end >= 20, u32(b, end - 20) == 0x0706_4B50 else {
+            throw fail("ZIP64 archive without a ZIP64 end of central directory locator")
+        }
+        guard u32(b, end - 20 + 4) == 0 else { throw fail("multi-disk ZIP archives are not supported") }
+        // The record sits right before the locator (its offset there counts from the archive's start,
+        // which may not be the start of the bytes), or where the locator says.
+        var record: Int?
+        if end - 20 >= 56, u32(b, end - 20 - 56) == 0x0606_4B50 {
+            record = end - 20 - 56
+        } else if let r = fit(u64(b, end - 20 + 8), within: size), r <= end - 20 - 56, end - 20 >= 56, u32(b, r) == 0x0606_4B50 {
+            record = r
+        }
+        guard let recordOffset = record else { throw fail("ZIP64 end of central directory record is missing or out of range") }
+        guard u32(b, recordOffset + 16) == 0, u32(b, recordOffset + 20) == 0 else {
+            throw fail("multi-disk ZIP archives are not supported")
+        }
+        guard let n = fit(u64(b, recordOffset + 32), within: size), let nDisk = fit(u64(b, recordOffset + 24), within: size),
+              let s = fit(u64(b, recordOffset + 40), within: size), let o = fit(u64(b, recordOffset + 48), within: size) else {
+            throw fail("ZIP64 end of central directory has sizes larger than the file")
+        }
+        guard nDisk == n else { throw fail("multi-disk ZIP archives are not supported") }
+        return (n, s, o, recordOffset)
+    }
+
     static func centralDirectory(_ b: [UInt8], file: String, memberLimit: Int) throws -> (entries: [Entry], base: Int) {
         func fail(_ r: String) -> Error { Error(file: file, member: nil, reason: r) }
         let size = b.count
@@ -186,7 +215,7 @@ public struct ZipArchive: Sendable {
                                      : "not a ZIP archive (no end of central directory record)")
         }
         let disk = u16(b, end + 4), cdDisk = u16(b, end + 6)
-        var entriesOnDisk = u16(b, end + 8)
+        let entriesOnDisk = u16(b, end + 8)
         var entryCount = u16(b, end + 10)
         var cdSize = u32(b, end + 12)
         var cdOffset = u32(b, end + 16)
@@ -195,33 +224,7 @@ public struct ZipArchive: Sendable {
         var cdEnd = end
 
         if entryCount == 0xFFFF || cdSize == 0xFFFF_FFFF || cdOffset == 0xFFFF_FFFF {
-            // ZIP64: a locator just before the classic record points at the ZIP64 end record.
-            guard end >= 20, u32(b, end - 20) == 0x0706_4B50 else {
-                throw fail("ZIP64 archive without a ZIP64 end of central directory locator")
-            }
-            guard u32(b, end - 20 + 4) == 0 else { throw fail("multi-disk ZIP archives are not supported") }
-            // The record sits right before the locator (its offset there counts from the archive's start,
-            // which may not be the start of the bytes), or where the locator says.
-            var record: Int?
-            if end - 20 >= 56, u32(b, end - 20 - 56) == 0x0606_4B50 {
-                record = end - 20 - 56
-            } else if let r = fit(u64(b, end - 20 + 8), within: size), r <= end - 20 - 56, end - 20 >= 56, u32(b, r) == 0x0606_4B50 {
-                record = r
-            }
-            guard let recordOffset = record else { throw fail("ZIP64 end of central directory record is missing or out of range") }
-            guard u32(b, recordOffset + 16) == 0, u32(b, recordOffset + 20) == 0 else {
-                throw fail("multi-disk ZIP archives are not supported")
-            }
-            guard let n = fit(u64(b, recordOffset + 32), within: size), let nDisk = fit(u64(b, recordOffset + 24), within: size),
-                  let s = fit(u64(b, recordOffset + 40), within: size), let o = fit(u64(b, recordOffset + 48), within: size) else {
-                throw fail("ZIP64 end of central directory has sizes larger than the file")
-            }
-            entriesOnDisk = nDisk
-            entryCount = n
-            cdSize = s
-            cdOffset = o
-            cdEnd = recordOffset
-            guard entriesOnDisk == entryCount else { throw fail("multi-disk ZIP archives are not supported") }
+            (entryCount, cdSize, cdOffset, cdEnd) = try zip64EndRecord(b, end: end, fail: fail)
         }
         guard cdOffset <= size, cdSize <= size - cdOffset else {
             throw fail("central directory (\(cdSize) bytes at offset \(cdOffset)) runs past the end of the file (\(size) bytes)")
