@@ -39,11 +39,27 @@ public enum GEMM {
             return
             #else
             if let blas = OpenBLAS.shared, m < Int(Int32.max), n < Int(Int32.max), k < Int(Int32.max) {
-                tiled(m: m, n: n, k: k, threads: threads) { r0, rows, c0, cols in
-                    let aTile = transA ? a + r0 : a + r0 * lda
-                    let bTile = transB ? b + c0 * ldb : b + c0
-                    blas.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(rows), Int32(cols), Int32(k), alpha,
-                               aTile, Int32(lda), bTile, Int32(ldb), beta, c + r0 * ldc + c0, Int32(ldc))
+                let tiles = tiles(m: m, n: n, k: k)
+                runTiles(tiles, threads: threads) { t in
+                    let aTile = transA ? a + t.row : a + t.row * lda
+                    let bTile = transB ? b + t.col * ldb : b + t.col
+                    func call(_ out: UnsafeMutablePointer<Float>, _ ldOut: Int) {
+                        blas.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(t.rows), Int32(t.cols),
+                                   Int32(k), alpha, aTile, Int32(lda), bTile, Int32(ldb), beta, out, Int32(ldOut))
+                    }
+                    let cTile = c + t.row * ldc + t.col
+                    if t.skipRows == 0, t.skipCols == 0 { call(cTile, ldc); return }
+                    // The last tile, moved back to full size: computed aside, then only
+                    // the part no earlier tile wrote is copied in.
+                    var scratch = [Float](repeating: 0, count: t.rows * t.cols)
+                    scratch.withUnsafeMutableBufferPointer { sp in
+                        guard let s = sp.baseAddress else { return }
+                        if beta != 0 {
+                            for i in 0..<t.rows { for j in 0..<t.cols { s[i * t.cols + j] = cTile[i * ldc + j] } }
+                        }
+                        call(s, t.cols)
+                        for i in t.skipRows..<t.rows { for j in t.skipCols..<t.cols { cTile[i * ldc + j] = s[i * t.cols + j] } }
+                    }
                 }
                 return
             }
@@ -53,34 +69,53 @@ public enum GEMM {
                  b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, threads: threads)
     }
 
+    /// One block of C for one BLAS call: rows `row..<row+rows`, columns
+    /// `col..<col+cols`, of which the first `skipRows` rows / `skipCols`
+    /// columns belong to the previous tile (the last tile is moved back so it
+    /// has the same size as the others).
+    struct Tile: Equatable {
+        var row: Int, rows: Int, col: Int, cols: Int
+        var skipRows = 0, skipCols = 0
+    }
+
     /// Splits C into tiles whose boundaries depend only on the problem's size,
-    /// never on `threads`, and runs them concurrently, each with a
-    /// single-threaded BLAS call. OpenBLAS's own threading picks different
-    /// kernels (and so different rounding) for different thread counts; fixed
-    /// tiles make every element's value independent of the thread count.
-    static func tiled(m: Int, n: Int, k: Int, threads: Int,
-                      _ body: @escaping (_ row: Int, _ rows: Int, _ col: Int, _ cols: Int) -> Void) {
+    /// never on the thread count, and which all have the same shape. OpenBLAS
+    /// picks its kernel by shape (its own threading, its small-matrix and
+    /// GEMV paths), and different kernels round differently: one thread per
+    /// tile keeps every element independent of the thread count, and one tile
+    /// shape keeps equal columns equal wherever a tile boundary falls (a short
+    /// last tile of 232 columns took OpenBLAS 0.3.21's other path on AVX-512
+    /// and changed the last 232 of 1000 logits by one ulp).
+    static func tiles(m: Int, n: Int, k: Int) -> [Tile] {
         // At most 8 column tiles of ≥ 256 columns, or 4 row tiles of ≥ 64 rows:
         // big enough to amortize BLAS packing, enough to balance 2–8 threads.
         func roundUp(_ v: Int, _ q: Int) -> Int { (v + q - 1) / q * q }
         let colBlock = max(256, roundUp((n + 7) / 8, 64))
         let rowBlock = max(64, roundUp((m + 3) / 4, 16))
-        var tiles: [(Int, Int, Int, Int)] = []
-        if m * n * k < 1 << 18 {
-            tiles = [(0, m, 0, n)]
-        } else if n >= 2 * colBlock {
-            for c0 in stride(from: 0, to: n, by: colBlock) { tiles.append((0, m, c0, min(colBlock, n - c0))) }
-        } else if m >= 2 * rowBlock {
-            for r0 in stride(from: 0, to: m, by: rowBlock) { tiles.append((r0, min(rowBlock, m - r0), 0, n)) }
-        } else {
-            tiles = [(0, m, 0, n)]
+        if m * n * k < 1 << 18 { return [Tile(row: 0, rows: m, col: 0, cols: n)] }
+        if n >= 2 * colBlock {
+            return stride(from: 0, to: n, by: colBlock).map { c0 in
+                let start = min(c0, n - colBlock)
+                return Tile(row: 0, rows: m, col: start, cols: colBlock, skipCols: c0 - start)
+            }
         }
+        if m >= 2 * rowBlock {
+            return stride(from: 0, to: m, by: rowBlock).map { r0 in
+                let start = min(r0, m - rowBlock)
+                return Tile(row: start, rows: rowBlock, col: 0, cols: n, skipRows: r0 - start)
+            }
+        }
+        return [Tile(row: 0, rows: m, col: 0, cols: n)]
+    }
+
+    /// Runs `body` on every tile, concurrently when there are several.
+    static func runTiles(_ tiles: [Tile], threads: Int, _ body: @escaping (Tile) -> Void) {
         if tiles.count == 1 || threads <= 1 {
-            for t in tiles { body(t.0, t.1, t.2, t.3) }
+            for t in tiles { body(t) }
             return
         }
         parallelChunks(tiles.count, threads: threads) { range in
-            for i in range { let t = tiles[i]; body(t.0, t.1, t.2, t.3) }
+            for i in range { body(tiles[i]) }
         }
     }
 

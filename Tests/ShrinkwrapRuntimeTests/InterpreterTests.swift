@@ -1,5 +1,5 @@
 import ShrinkwrapIR
-import ShrinkwrapRuntime
+@testable import ShrinkwrapRuntime
 import ShrinkwrapTestSupport
 import XCTest
 
@@ -74,7 +74,9 @@ final class InterpreterTests: XCTestCase {
 
     func testPortableGEMMMatchesBackend() throws {
         var rng = SplitMix(seed: 9)
-        for (m, n, k) in [(1, 1, 1), (3, 5, 7), (17, 33, 65), (64, 1, 300)] {
+        // The last two are tiled: 1000 columns (the last tile moved back over the
+        // previous one) and 300 rows (likewise), with beta ≠ 0 on the overlap.
+        for (m, n, k) in [(1, 1, 1), (3, 5, 7), (17, 33, 65), (64, 1, 300), (1, 1000, 300), (300, 100, 64)] {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
                 let a = (0..<(m * k)).map { _ in rng.nextFloat() - 0.5 }
                 let b = (0..<(k * n)).map { _ in rng.nextFloat() - 0.5 }
@@ -100,5 +102,35 @@ final class InterpreterTests: XCTestCase {
             }
         }
     }
-}
 
+    /// Every element of C belongs to exactly one tile's written part, and all
+    /// tiles of a split have one shape.
+    func testGEMMTilesCoverOnceWithOneShape() {
+        for (m, n, k) in [(1, 1000, 4096), (1, 512, 4096), (1, 1023, 700), (300, 100, 64), (1000, 300, 9),
+                          (5, 5, 5), (1, 1, 1 << 20)] {
+            let tiles = GEMM.tiles(m: m, n: n, k: k)
+            var hits = [Int](repeating: 0, count: m * n)
+            for t in tiles {
+                XCTAssertEqual(t.rows, tiles[0].rows, "\(m)×\(n)×\(k)")
+                XCTAssertEqual(t.cols, tiles[0].cols, "\(m)×\(n)×\(k)")
+                XCTAssert(t.row >= 0 && t.row + t.rows <= m && t.col >= 0 && t.col + t.cols <= n, "\(m)×\(n)×\(k): \(t)")
+                for i in (t.row + t.skipRows)..<(t.row + t.rows) {
+                    for j in (t.col + t.skipCols)..<(t.col + t.cols) { hits[i * n + j] += 1 }
+                }
+            }
+            XCTAssertEqual(hits.filter { $0 != 1 }.count, 0, "\(m)×\(n)×\(k): elements not written exactly once")
+        }
+    }
+
+    /// Identical columns of B give identical columns of C wherever the tile
+    /// boundaries fall (the light AlexNet / VGG-19 logits: 1000 equal values
+    /// of ~3.6e12 whose softmax turns a one-ulp difference into 0 vs 0.001).
+    func testEqualColumnsStayEqualAcrossTiles() {
+        let m = 1, n = 1000, k = 4096
+        let a = (0..<k).map { Float(5.4e8) / Float($0 % 7 + 1) }
+        let b = (0..<(n * k)).map { Float(0.0123) * Float($0 % k % 5 + 1) }  // B as N×K, rows equal
+        var c = [Float](repeating: 0, count: m * n)
+        GEMM.sgemm(transA: false, transB: true, m: m, n: n, k: k, a: a, lda: k, b: b, ldb: k, c: &c, ldc: n, threads: 2)
+        XCTAssertEqual(Set(c.map(\.bitPattern)).count, 1, "columns differ (GEMM: \(GEMM.backendName))")
+    }
+}
