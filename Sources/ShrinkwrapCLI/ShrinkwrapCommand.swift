@@ -156,50 +156,9 @@ struct Bench: ParsableCommand {
 
     func run() throws {
         let graph = try Shrinkwrap.load(model)
-        let inputs = try ModelRunner.syntheticInputs(graph: graph, seed: 1)
-        let interpreter = try Interpreter(graph: graph, options: .init(threads: threads))
-        for _ in 0..<max(0, warmup) { _ = try interpreter.run(inputs) }
-        var times: [Double] = []
-        for _ in 0..<max(1, runs) {
-            let t0 = DispatchTime.now().uptimeNanoseconds
-            _ = try interpreter.run(inputs)
-            times.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
-        }
-        if profile {
-            var perOp: [String: (ms: Double, count: Int)] = [:]
-            var perNode: [(String, Double, [Int])] = []
-            var last = DispatchTime.now().uptimeNanoseconds
-            let t0 = last
-            _ = try interpreter.run(inputs) { node, outs in
-                let now = DispatchTime.now().uptimeNanoseconds
-                let ms = Double(now - last) / 1e6
-                let e = perOp[node.opType] ?? (0, 0)
-                perOp[node.opType] = (e.ms + ms, e.count + 1)
-                perNode.append(("\(node.opType) \(node.label)", ms, outs.first?.shape ?? []))
-                last = now
-            }
-            print("slowest nodes:")
-            for (name, ms, shape) in perNode.sorted(by: { $0.1 > $1.1 }).prefix(8) {
-                print(String(format: "  %8.3f ms  ", ms) + name + " → \(shape)")
-            }
-            print("by op:")
-            let total = Double(last - t0) / 1e6
-            for (op, e) in perOp.sorted(by: { ($0.value.ms, $1.key) > ($1.value.ms, $0.key) }) {
-                let name = op.count >= 22 ? op : op + String(repeating: " ", count: 22 - op.count)
-                print("  " + name + String(format: " %4d nodes %9.3f ms %5.1f%%", e.count, e.ms, 100 * e.ms / max(total, 1e-9)))
-            }
-        }
-        let sorted = times.sorted()
-        let median = sorted[sorted.count / 2]
-        let mean = times.reduce(0, +) / Double(times.count)
-        let threadsUsed = interpreter.options.threads
-        if json {
-            print(String(format: "{\"model\": \"%@\", \"runs\": %d, \"threads\": %d, \"median_ms\": %.3f, \"mean_ms\": %.3f, \"min_ms\": %.3f, \"gemm\": \"%@\"}",
-                         model, times.count, threadsUsed, median, mean, sorted[0], GEMM.backendName))
-        } else {
-            print(String(format: "%@: %d runs, %d threads, GEMM %@: median %.2f ms, mean %.2f ms, min %.2f ms",
-                         model, times.count, threadsUsed, GEMM.backendName, median, mean, sorted[0]))
-        }
+        let result = try Benchmark.run(graph, runs: runs, warmup: warmup, threads: threads, profile: profile)
+        for line in result.profile?.lines ?? [] { print(line) }
+        print(result.summary(model: model, json: json))
     }
 }
 
@@ -406,14 +365,9 @@ struct Convert: ParsableCommand {
         try data.write(report, protecting: [model, output])
         let outputs = report.variants.first?.outputs ?? []
         for line in agreementLines(outputs) { FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
-        let why = gates.shortfalls(outputs)
-        if !why.isEmpty {
-            // The rejected model must not stand where a Makefile would take it for a finished target.
-            let rejected = output + ".rejected"
-            try? FileManager.default.removeItem(atPath: rejected)
-            try? FileManager.default.moveItem(atPath: output, toPath: rejected)
-            FileHandle.standardError.write(Data("shrinkwrap: quality gate failed: \(why.joined(separator: "; ")); the model is kept as \(rejected)\n".utf8))
-            Foundation.exit(gateFailedExitCode)
+        if let failure = gates.gate.rejectIfFailing(outputs, writtenTo: output) {
+            FileHandle.standardError.write(Data("shrinkwrap: \(failure)\n".utf8))
+            Foundation.exit(QualityGate.failedExitCode)
         }
     }
 }

@@ -6,9 +6,6 @@ import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapReport
 
-/// Exit code of a quality gate that failed (the report is written first).
-let gateFailedExitCode: Int32 = 3
-
 /// How images and text become inputs.
 struct PrepFlags: ParsableArguments {
     @Option(help: ArgumentHelp("Images: resize first; N = shorter side (aspect kept), or WxH.", valueName: "N|WxH"))
@@ -158,24 +155,9 @@ struct GateFlags: ParsableArguments {
     @Option(name: .customLong("min-psnr"), help: "Fail (exit 3) when the PSNR (dB) of any output is below this.")
     var minPSNR: Double?
 
-    var any: Bool { minAgreement != nil || minCosine != nil || minPSNR != nil }
+    var gate: QualityGate { QualityGate(minAgreement: minAgreement, minCosine: minCosine, minPSNR: minPSNR) }
 
-    /// Why `outputs` fall short of the gates (empty: they pass).
-    func shortfalls(_ outputs: [OutputMetrics]) -> [String] {
-        var why: [String] = []
-        if let m = minAgreement, let first = outputs.first {
-            if let a = first.top1Agreement {
-                if a < m { why.append(String(format: "top-1 agreement %.2f%% < %.2f%% (output '%@')", a, m, first.name)) }
-            } else {
-                why.append("output '\(first.name)' is not a class-score vector; --min-agreement does not apply (use --min-cosine)")
-            }
-        }
-        for o in outputs {
-            if let m = minCosine, o.meanCosine < m { why.append(String(format: "mean cosine %.6f < %.6f (output '%@')", o.meanCosine, m, o.name)) }
-            if let m = minPSNR, let p = o.psnrDB, p < m { why.append(String(format: "PSNR %.2f dB < %.2f dB (output '%@')", p, m, o.name)) }
-        }
-        return why
-    }
+    var any: Bool { gate.isSet }
 }
 
 func progressLine(_ quiet: Bool) -> SweepProgress? {
@@ -260,15 +242,12 @@ struct SweepCommand: ParsableCommand {
         try data.write(report, protecting: [model])
         print(SweepRenderer.markdown(report), terminator: "")
         if gates.any {
-            let passing = report.variants.filter { gates.shortfalls($0.outputs).isEmpty }
-            if passing.isEmpty {
-                FileHandle.standardError.write(Data("shrinkwrap: quality gate: no variant passes\n".utf8))
-                Foundation.exit(gateFailedExitCode)
+            let verdict = gates.gate.verdict(report)
+            if !verdict.met {
+                FileHandle.standardError.write(Data("shrinkwrap: \(verdict.message)\n".utf8))
+                Foundation.exit(QualityGate.failedExitCode)
             }
-            let best = passing.max { $0.reductionPercent(vs: report.reference) < $1.reductionPercent(vs: report.reference) }
-            if let best, !quiet {
-                FileHandle.standardError.write(Data("shrinkwrap: quality gate: \(passing.count) of \(report.variants.count) variants pass; smallest: \(best.label)\n".utf8))
-            }
+            if !quiet { FileHandle.standardError.write(Data("shrinkwrap: \(verdict.message)\n".utf8)) }
         }
     }
 }
@@ -311,10 +290,9 @@ struct Compare: ParsableCommand {
         try data.write(report, protecting: [reference, candidate])
         let outputs = report.variants.first?.outputs ?? []
         for line in agreementLines(outputs) { print(line) }
-        let why = gates.shortfalls(outputs)
-        if !why.isEmpty {
-            FileHandle.standardError.write(Data("shrinkwrap: quality gate failed: \(why.joined(separator: "; "))\n".utf8))
-            Foundation.exit(gateFailedExitCode)
+        if let failure = gates.gate.failureMessage(outputs) {
+            FileHandle.standardError.write(Data("shrinkwrap: \(failure)\n".utf8))
+            Foundation.exit(QualityGate.failedExitCode)
         }
     }
 }

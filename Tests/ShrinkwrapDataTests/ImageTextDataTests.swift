@@ -7,10 +7,6 @@ import XCTest
 /// JPEGs made by Scripts/make_image_fixtures.py, each with the pixels Pillow decodes.
 private let imageFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/Images")
 
-private func errorText(_ body: () throws -> Void) -> String {
-    do { try body(); return "no error" } catch { return "\(error)" }
-}
-
 final class ImageDecodingTests: XCTestCase {
     func decode(_ bytes: [UInt8]) throws -> Image8 { try ImageData.decode(bytes, file: "t.png") }
 

@@ -1,0 +1,123 @@
+import Foundation
+import ShrinkwrapIR
+import ShrinkwrapRuntime
+
+/// Timing inference: the library side of `shrinkwrap bench`.
+public enum Benchmark {
+    /// Run times in milliseconds, summarised.
+    public struct Statistics: Sendable, Equatable {
+        public var runs: Int
+        /// The middle value; for an even count, the upper of the two middle values.
+        public var median: Double
+        public var mean: Double
+        public var min: Double
+
+        /// nil for no times.
+        public init?(milliseconds times: [Double]) {
+            guard !times.isEmpty else { return nil }
+            let sorted = times.sorted()
+            runs = times.count
+            median = sorted[sorted.count / 2]
+            mean = times.reduce(0, +) / Double(times.count)
+            min = sorted[0]
+        }
+    }
+
+    /// Where the time of one run went.
+    public struct Profile: Sendable {
+        /// Every node in run order: "OpType label", milliseconds, the shape of its first output.
+        public var nodes: [(name: String, ms: Double, shape: [Int])]
+        /// Milliseconds and node count per op type.
+        public var ops: [String: (ms: Double, count: Int)]
+        /// The whole run, in milliseconds.
+        public var totalMs: Double
+
+        public init(nodes: [(name: String, ms: Double, shape: [Int])], ops: [String: (ms: Double, count: Int)], totalMs: Double) {
+            self.nodes = nodes
+            self.ops = ops
+            self.totalMs = totalMs
+        }
+
+        /// "slowest nodes:" (the eight slowest), then "by op:" (every op type, slowest first).
+        public var lines: [String] {
+            var out = ["slowest nodes:"]
+            for (name, ms, shape) in nodes.sorted(by: { $0.1 > $1.1 }).prefix(8) {
+                out.append(String(format: "  %8.3f ms  ", ms) + name + " → \(shape)")
+            }
+            out.append("by op:")
+            for (op, e) in ops.sorted(by: { ($0.value.ms, $1.key) > ($1.value.ms, $0.key) }) {
+                let name = op.count >= 22 ? op : op + String(repeating: " ", count: 22 - op.count)
+                out.append("  " + name + String(format: " %4d nodes %9.3f ms %5.1f%%", e.count, e.ms, 100 * e.ms / max(totalMs, 1e-9)))
+            }
+            return out
+        }
+    }
+
+    /// What `run` measured.
+    public struct Result: Sendable {
+        /// Milliseconds per timed run, in order.
+        public var times: [Double]
+        public var statistics: Statistics
+        /// Worker threads the interpreter used.
+        public var threads: Int
+        /// The matrix-multiply backend (`GEMM.backendName`).
+        public var gemm: String
+        /// With `profile`: one more, observed, run.
+        public var profile: Profile?
+
+        public init(times: [Double], statistics: Statistics, threads: Int, gemm: String, profile: Profile?) {
+            self.times = times
+            self.statistics = statistics
+            self.threads = threads
+            self.gemm = gemm
+            self.profile = profile
+        }
+
+        /// The summary line: `{"model": …, "median_ms": …}` with `json`, else
+        /// "MODEL: 20 runs, 2 threads, GEMM …: median 1.23 ms, mean 1.25 ms, min 1.20 ms".
+        public func summary(model: String, json: Bool) -> String {
+            let s = statistics
+            if json {
+                return String(format: "{\"model\": \"%@\", \"runs\": %d, \"threads\": %d, \"median_ms\": %.3f, \"mean_ms\": %.3f, \"min_ms\": %.3f, \"gemm\": \"%@\"}",
+                              model, s.runs, threads, s.median, s.mean, s.min, gemm)
+            }
+            return String(format: "%@: %d runs, %d threads, GEMM %@: median %.2f ms, mean %.2f ms, min %.2f ms",
+                          model, s.runs, threads, gemm, s.median, s.mean, s.min)
+        }
+    }
+
+    /// Times `graph` on seeded random inputs (`ModelRunner.syntheticInputs`,
+    /// seed 1): `warmup` untimed runs (none when negative), then `runs` timed
+    /// ones (at least 1), then, with `profile`, one run timed node by node.
+    public static func run(_ graph: Graph, runs: Int, warmup: Int, threads: Int?, profile: Bool) throws -> Result {
+        let inputs = try ModelRunner.syntheticInputs(graph: graph, seed: 1)
+        let interpreter = try Interpreter(graph: graph, options: .init(threads: threads))
+        for _ in 0..<max(0, warmup) { _ = try interpreter.run(inputs) }
+        var times: [Double] = []
+        for _ in 0..<max(1, runs) {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            _ = try interpreter.run(inputs)
+            times.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+        }
+        let observed = profile ? try self.profile(interpreter, inputs: inputs) : nil
+        guard let statistics = Statistics(milliseconds: times) else { throw ModelRunner.RunError(description: "bench: no timed runs") }
+        return Result(times: times, statistics: statistics, threads: interpreter.options.threads, gemm: GEMM.backendName, profile: observed)
+    }
+
+    /// One run of `interpreter`, timed node by node.
+    static func profile(_ interpreter: Interpreter, inputs: [String: Tensor]) throws -> Profile {
+        var perOp: [String: (ms: Double, count: Int)] = [:]
+        var perNode: [(name: String, ms: Double, shape: [Int])] = []
+        var last = DispatchTime.now().uptimeNanoseconds
+        let t0 = last
+        _ = try interpreter.run(inputs) { node, outs in
+            let now = DispatchTime.now().uptimeNanoseconds
+            let ms = Double(now - last) / 1e6
+            let e = perOp[node.opType] ?? (0, 0)
+            perOp[node.opType] = (e.ms + ms, e.count + 1)
+            perNode.append(("\(node.opType) \(node.label)", ms, outs.first?.shape ?? []))
+            last = now
+        }
+        return Profile(nodes: perNode, ops: perOp, totalMs: Double(last - t0) / 1e6)
+    }
+}
