@@ -85,13 +85,9 @@ extension Shrinkwrap {
         if graph.metadata.imageInputs.contains(where: { $0.name == o.name }) {
             throw AtomicFile.Error(description: "--image-input \(o.name): already an image input")
         }
-        var used = Set(graph.nodes.flatMap { $0.inputs + $0.outputs }).union(graph.constants.map(\.name)).union(graph.inputs.map(\.name))
-        func fresh(_ base: String) -> String {
-            var n = base, i = 1
-            while used.contains(n) { n = "\(base)_\(i)"; i += 1 }
-            used.insert(n)
-            return n
-        }
+        var names = NameAllocator(taken: graph.nodes.flatMap { $0.inputs + $0.outputs } + graph.constants.map(\.name)
+                                      + graph.inputs.map(\.name))
+        func fresh(_ base: String) -> String { names.fresh(base) }
         var current = o.name
         var newNodes: [Node] = []
         if o.scale != 1 {

@@ -123,8 +123,9 @@ struct NNWriter {
     private(set) var versionReasons: [String] = []
     /// IR value → the blob that holds it (values of ops that write no layer).
     private var alias: [String: String] = [:]
-    private var layerNames = Set<String>()
-    private var blobNames = Set<String>()
+    private var layerNames = NameAllocator()
+    /// Blob names: layer outputs, runtime inputs, and every value and constant of the graph.
+    private var blobNames: NameAllocator
     /// Graph inputs consumed by folded preprocessing: value → blob the network reads.
     private var unsupported: [String] = []
     private let consumers: [String: Int]
@@ -133,6 +134,7 @@ struct NNWriter {
     init(graph: Graph, rank5: Bool) {
         self.graph = graph
         self.rank5 = rank5
+        blobNames = NameAllocator(taken: Array(graph.valueInfo.keys) + graph.constants.map(\.name))
         var c: [String: Int] = [:]
         for n in graph.nodes { for i in n.inputs where !i.isEmpty { c[i, default: 0] += 1 } }
         consumers = c
@@ -149,7 +151,7 @@ struct NNWriter {
     // MARK: layers
 
     mutating func writeLayers() throws {
-        for i in graph.runtimeInputs { blobNames.insert(i.name) }
+        blobNames.reserve(graph.runtimeInputs.map(\.name))
         var skip = Set<Int>()
         try foldImagePreprocessing(skip: &skip)
         for (k, node) in graph.nodes.enumerated() where !skip.contains(k) {
@@ -220,13 +222,7 @@ struct NNWriter {
 
     /// A fresh layer; names are made unique.
     mutating func layer(_ name: String, inputs: [String], outputs: [String]) -> CoreML_Specification_NeuralNetworkLayer {
-        var base = name.isEmpty ? "layer\(layers.count)" : name
-        if layerNames.contains(base) {
-            var k = 1
-            while layerNames.contains("\(base)_\(k)") { k += 1 }
-            base = "\(base)_\(k)"
-        }
-        layerNames.insert(base)
+        let base = layerNames.fresh(name.isEmpty ? "layer\(layers.count)" : name)
         var l = CoreML_Specification_NeuralNetworkLayer()
         l.name = base
         l.input = inputs
@@ -235,20 +231,12 @@ struct NNWriter {
     }
 
     mutating func add(_ l: CoreML_Specification_NeuralNetworkLayer) {
-        for o in l.output { blobNames.insert(o) }
+        blobNames.reserve(l.output)
         layers.append(l)
     }
 
     /// A blob name not used by any value or layer output.
-    mutating func freshBlob(_ base: String) -> String {
-        var name = base
-        var k = 1
-        while blobNames.contains(name) || graph.valueInfo[name] != nil || graph.isConstant(name) {
-            name = "\(base)_\(k)"; k += 1
-        }
-        blobNames.insert(name)
-        return name
-    }
+    mutating func freshBlob(_ base: String) -> String { blobNames.fresh(base) }
 
     /// The static shape of a value (input, constant, or annotated intermediate).
     func shape(_ v: String) throws -> [Int] {

@@ -14,7 +14,7 @@ struct GraphBuilderState {
     var ranks: [String: Int] = [:]
     /// The last layer's first output (a classifier's default probability blob).
     var lastBlob = ""
-    private var usedNames = Set<String>()
+    private var usedNames = NameAllocator()
     private var unsupported: [String] = []
 
     init(file: String) { self.file = file }
@@ -23,19 +23,13 @@ struct GraphBuilderState {
 
     mutating func begin(graph g: Graph) {
         graph = g
-        for i in g.inputs { usedNames.insert(i.name); blobs[i.name] = i.name; ranks[i.name] = i.shape?.count }
+        for i in g.inputs { usedNames.reserve(i.name); blobs[i.name] = i.name; ranks[i.name] = i.shape?.count }
     }
 
     // MARK: names, constants, nodes
 
     /// A value or node name not used yet.
-    mutating func fresh(_ base: String) -> String {
-        var name = base
-        var k = 1
-        while usedNames.contains(name) { name = "\(base)_\(k)"; k += 1 }
-        usedNames.insert(name)
-        return name
-    }
+    mutating func fresh(_ base: String) -> String { usedNames.fresh(base) }
 
     mutating func constant(_ base: String, _ e: WeightEncoding) -> String {
         let name = fresh(base)
@@ -75,8 +69,8 @@ struct GraphBuilderState {
     /// Claims blob `name` as the output of a layer; returns the IR value name to write.
     mutating func define(_ blob: String, place: String) throws -> String {
         guard !blob.isEmpty else { throw ImportError.malformed(loc(place), reason: "empty output name") }
-        let v = blobs[blob] == nil && !usedNames.contains(blob) ? blob : fresh(blob)
-        usedNames.insert(v)
+        let v = blobs[blob] == nil && !usedNames.isTaken(blob) ? blob : fresh(blob)
+        usedNames.reserve(v)
         blobs[blob] = v
         return v
     }
@@ -196,7 +190,7 @@ struct GraphBuilderState {
             if declared.count == 3, ranks[v] == 4 { return try renameOutput(v, to: name) }
             let o = v == name ? fresh("\(name)_out") : name
             if v == name { try rename(value: v, to: o) }
-            usedNames.insert(name)
+            usedNames.reserve(name)
             node("Reshape", "\(name)_declared_shape", [v == name ? o : v, ints("\(name)_shape", [1] + declared)], [name], rank: declared.count + 1)
             return name
         }
@@ -210,7 +204,7 @@ struct GraphBuilderState {
         if rank5 || (ranks[v] ?? 2) != 2 {
             let t = v == name ? fresh("\(name)_tensor") : name
             if v == name { try rename(value: v, to: t) }
-            usedNames.insert(name)
+            usedNames.reserve(name)
             node("Reshape", "\(name)_vector", [v == name ? t : v, ints("\(name)_shape", [1, classes > 0 ? classes : -1])], [name], rank: 2)
             shaped = name
         } else {
@@ -222,10 +216,10 @@ struct GraphBuilderState {
     /// Makes value `v` available under `name` (an Identity when the names differ).
     mutating func renameOutput(_ v: String, to name: String) throws -> String {
         if v == name { return v }
-        if usedNames.contains(name), graph.nodes.contains(where: { $0.outputs.contains(name) }) || graph.isConstant(name) {
+        if usedNames.isTaken(name), graph.nodes.contains(where: { $0.outputs.contains(name) }) || graph.isConstant(name) {
             return v
         }
-        usedNames.insert(name)
+        usedNames.reserve(name)
         node("Identity", "\(name)_output", [v], [name], rank: ranks[v])
         return name
     }

@@ -60,7 +60,7 @@ public enum ONNXExporter {
     /// The model bytes and what they are made of.
     public static func exportWithLayout(_ graph: Graph) throws -> (data: Data, layout: Layout) {
         try checkExportable(graph)
-        var names = NameAllocator(graph)
+        var names = NameAllocator(reserving: graph)
         var weights = ONNXWeightWriter()
         for c in graph.constants { try weights.add(c, names: &names) }
 
@@ -245,24 +245,6 @@ public enum ONNXExporter {
         if !meta.license.isEmpty && !keys.contains("license") { out.append(entry("license", meta.license)) }
         if !meta.labels.isEmpty { out.append(entry("labels", meta.labels.joined(separator: "\n"))) }
         return out
-    }
-}
-
-/// Fresh value and node names that collide with nothing in the graph.
-struct NameAllocator {
-    private var used: Set<String>
-
-    init(_ graph: Graph) {
-        used = Set(graph.nodes.flatMap { $0.inputs + $0.outputs + [$0.name] })
-            .union(graph.constants.map(\.name)).union(graph.inputs.map(\.name)).union(graph.outputs.map(\.name))
-    }
-
-    /// `base` itself when free, else `base_1`, `base_2`, …
-    mutating func fresh(_ base: String) -> String {
-        var n = base, i = 1
-        while used.contains(n) { n = "\(base)_\(i)"; i += 1 }
-        used.insert(n)
-        return n
     }
 }
 

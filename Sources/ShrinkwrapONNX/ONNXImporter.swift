@@ -92,8 +92,8 @@ struct GraphBuilder {
     var fourBitConstants = Set<String>()
     /// Where each DequantizeLinear came from (by output), for messages.
     var dequantizePlaces: [String: String] = [:]
-    private var usedNames = Set<String>()
-    private var counter = 0
+    /// Names of values the importer introduces: `hint__swN`.
+    private var names = NameAllocator(.numbered(separator: "__sw"))
 
     init(file: String, opset: Int, tensors: ONNXTensorDecoder) {
         self.file = file; self.opset = opset; self.tensors = tensors
@@ -102,13 +102,7 @@ struct GraphBuilder {
     func location(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }
 
     /// A fresh value name for values the importer introduces.
-    mutating func freshName(_ hint: String) -> String {
-        while true {
-            counter += 1
-            let n = "\(hint)__sw\(counter)"
-            if !usedNames.contains(n) { usedNames.insert(n); return n }
-        }
-    }
+    mutating func freshName(_ hint: String) -> String { names.fresh(hint) }
 
     /// Adds a constant and returns its name.
     mutating func addConstant(_ t: Tensor, hint: String) -> String {
@@ -119,8 +113,8 @@ struct GraphBuilder {
 
     mutating func build(_ g: Onnx_GraphProto) throws -> Graph {
         graph.name = g.name
-        for n in g.node { usedNames.formUnion(n.output); usedNames.formUnion(n.input) }
-        for i in g.initializer { usedNames.insert(i.name) }
+        for n in g.node { names.reserve(n.output); names.reserve(n.input) }
+        names.reserve(g.initializer.map(\.name))
         if let s = g.sparseInitializer.first {
             throw ImportError.unsupported(location("sparse_initializer '\(s.values.name)'"), what: "sparse initializers")
         }

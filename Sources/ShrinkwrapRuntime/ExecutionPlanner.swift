@@ -21,6 +21,8 @@ import ShrinkwrapIR
 struct ExecutionPlanner {
     var graph: Graph
     let threads: Int
+    /// Names of the values the optimizations make: `hint__planN`.
+    var names = NameAllocator(.numbered(separator: "__plan"))
 
     /// Outputs of folded nodes larger than this stay computed at run time.
     static let foldLimit = 1 << 26
@@ -28,6 +30,7 @@ struct ExecutionPlanner {
     mutating func run(optimize: Bool) throws {
         try foldConstants()
         guard optimize else { return }
+        names = NameAllocator(.numbered(separator: "__plan"), reserving: graph)
         foldBatchNormIntoConv()
         shareDuplicateFilters()
         fuseConvRelu()
@@ -86,14 +89,7 @@ struct ExecutionPlanner {
         return t.dtype == .float32 ? t : nil
     }
 
-    var uniqueCounter = 0
-    mutating func freshName(_ hint: String) -> String {
-        while true {
-            uniqueCounter += 1
-            let n = "\(hint)__plan\(uniqueCounter)"
-            if !graph.isConstant(n) && !graph.nodes.contains(where: { $0.outputs.contains(n) }) { return n }
-        }
-    }
+    mutating func freshName(_ hint: String) -> String { names.fresh(hint) }
 
     // MARK: 2. Conv + BatchNormalization
 

@@ -125,10 +125,10 @@ extension TFLiteExportOps {
         var perm = Array(0..<r)
         perm.remove(at: axis)
         perm.append(axis)
-        let inv = TFLiteLayout.inverse(perm)
-        let xt = try e.temp(x + "_axis_last", shape: TFLiteLayout.permute(s, perm))
+        let inv = Permutation.inverse(perm)
+        let xt = try e.temp(x + "_axis_last", shape: Permutation.apply(perm, to: s))
         try e.op("TRANSPOSE", [try e.input(x), try e.int32Constant("perm", perm)], [xt], options: "TransposeOptions")
-        let yt = try e.temp(n.outputs[0] + "_axis_last", shape: TFLiteLayout.permute(s, perm))
+        let yt = try e.temp(n.outputs[0] + "_axis_last", shape: Permutation.apply(perm, to: s))
         try write(&e, xt, yt)
         try e.op("TRANSPOSE", [yt, try e.int32Constant("perm", inv)], [y], options: "TransposeOptions")
     }

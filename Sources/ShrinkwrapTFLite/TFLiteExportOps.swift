@@ -2,7 +2,7 @@ import FlatBuffers
 import ShrinkwrapIR
 
 /// IR op → TFLite operators: one writer per IR op type. Layout-sensitive
-/// ops arrive as "NHWC.<op>" (see `TFLiteLayout`): their input and output
+/// ops arrive as "NHWC.<op>" (see `TFLiteLowering`): their input and output
 /// are already NHWC, their attributes still the IR's. The writers are in
 /// TFLiteExportOps+<family>.swift; the tables and shared helpers here.
 enum TFLiteExportOps {
@@ -72,7 +72,7 @@ enum TFLiteExportOps {
     // MARK: helpers
 
     /// The fused activation the layout pass gave `n` (0: none).
-    static func activation(_ n: Node) -> Int8 { Int8(clamping: n.int(TFLiteLayout.fusedActivation, 0)) }
+    static func activation(_ n: Node) -> Int8 { Int8(clamping: n.int(TFLiteLowering.fusedActivation, 0)) }
 
     static func arity(_ n: Node, _ k: Int) throws -> String {
         guard let x = n.input(k) else { throw TFLiteOpError("input \(k) is missing") }

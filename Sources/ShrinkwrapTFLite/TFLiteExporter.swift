@@ -5,7 +5,7 @@ import ShrinkwrapIR
 /// Writes a graph as a TensorFlow Lite flatbuffer (one subgraph, schema 3).
 ///
 /// The graph must be prepared (static shapes, every value annotated; the
-/// facade runs `ExportPreparation` first). Layout: `TFLiteLayout` turns the
+/// facade runs `ExportPreparation` first). Layout: `TFLiteLowering` turns the
 /// IR's NCHW convolutions, pools and resizes into TFLite's NHWC ops with as
 /// few Transposes as the graph allows (none for a graph that came from
 /// TFLite). Weights keep their encoding where TFLite has one:
@@ -44,8 +44,8 @@ public enum TFLiteExporter {
 
     static func exportBytes(_ graph: Graph) throws -> [UInt8] {
         try checkWeights(graph)
-        var g = try ExportGraph(graph)
-        try TFLiteLayout.rewrite(&g)
+        var g = LoweringGraph(graph)
+        try TFLiteLowering.pipeline.run(&g)
         var e = TFLiteEmitter(graph: g, source: graph)
         try e.run()
         let description = graph.metadata.docString.isEmpty ? "Shrinkwrap" : graph.metadata.docString
@@ -113,7 +113,7 @@ struct TFLiteOpError: Error {
 
 /// Translates the rewritten graph into TFLite tensors and operators.
 struct TFLiteEmitter {
-    var g: ExportGraph
+    var g: LoweringGraph
     let source: Graph
     var file = TFLiteFileBuilder()
     /// Value name → tensor index (runtime values, and constants as float inputs).
@@ -131,7 +131,7 @@ struct TFLiteEmitter {
     static let opCodes: [String: Int32] = Dictionary(uniqueKeysWithValues: TFLiteSchemaTables.builtinOperators.map { ($1, $0) })
     static let optionTypes: [String: UInt8] = Dictionary(uniqueKeysWithValues: TFLiteSchemaTables.builtinOptions.map { ($1, $0) })
 
-    init(graph: ExportGraph, source: Graph) {
+    init(graph: LoweringGraph, source: Graph) {
         g = graph
         self.source = source
     }
@@ -143,7 +143,7 @@ struct TFLiteEmitter {
         }
         for n in g.nodes {
             guard let writer = TFLiteExportOps.table[n.opType] else {
-                let why = TFLiteLayout.spatialOps.contains(n.opType) ? ": only 2-D (rank-4) inputs have a TFLite op" : ""
+                let why = TFLiteLowering.spatialOps.contains(n.opType) ? ": only 2-D (rank-4) inputs have a TFLite op" : ""
                 unsupported.append("\(n.opType) (node '\(n.label)'\(why))")
                 failed.formUnion(n.outputs)
                 continue

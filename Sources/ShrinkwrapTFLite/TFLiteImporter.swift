@@ -38,7 +38,7 @@ struct TFLiteContext {
     var constantOrder: [String] = []
     /// Tensor index → value name in the graph.
     var names: [String] = []
-    var used = Set<String>()
+    var used = NameAllocator()
     var counter = 0
     /// Tensors whose value is a constant (weights, shapes, and DEQUANTIZE outputs of constants).
     var constantTensors: [Int: WeightEncoding] = [:]
@@ -58,16 +58,7 @@ struct TFLiteContext {
 
     // MARK: - Names
 
-    mutating func unique(_ base: String) -> String {
-        var name = base.isEmpty ? "t" : base
-        if used.contains(name) {
-            var k = 1
-            while used.contains("\(name)_\(k)") { k += 1 }
-            name = "\(name)_\(k)"
-        }
-        used.insert(name)
-        return name
-    }
+    mutating func unique(_ base: String) -> String { used.fresh(base.isEmpty ? "t" : base) }
 
     /// A fresh name for an intermediate value.
     mutating func fresh(_ base: String) -> String {

@@ -13,6 +13,19 @@ public enum OpFamily: String, Sendable, CaseIterable {
     case tensor, indexing, elementwise, logic, activation, reduction, neuralNetwork, normalization, quantization, recurrent
 }
 
+/// How a change of layout (a Transpose of the inputs) passes through an op:
+/// the layout passes move Transposes only through ops that say how.
+public enum LayoutRule: Sendable, Equatable {
+    /// Not known to commute with a Transpose (layout-sensitive, or not checked).
+    case fixed
+    /// Applied element by element to input 0; other inputs are scalars.
+    case elementwise
+    /// Element-wise over broadcast inputs (a constant operand can be transposed to match).
+    case broadcasting
+    /// Joins inputs along the `axis` attribute (remapped through the permutation).
+    case concatenating
+}
+
 /// Every fact about one IR op that more than one part of Shrinkwrap asks
 /// about. The op table (`OpTable`) holds one of these per op; the compress
 /// pass, static folding, the ONNX exporter, the interpreter's kernel table
@@ -43,6 +56,8 @@ public struct OpInfo: Sendable {
     /// (`RegistryTests`): every IR op has an ONNX form, since the IR's op
     /// vocabulary is ONNX's.
     public let onnxOpset: Opset?
+    /// How a Transpose passes through it (the layout passes ask).
+    public internal(set) var layout: LayoutRule = .fixed
 
     public init(_ name: String, _ family: OpFamily, weights: Roles? = nil, shapeInputs: [Int] = [],
                 dataDependentShape: Bool = false, readsShapeOnly: Bool = false, onnx: Opset?) {

@@ -28,7 +28,24 @@ public enum OpTable {
         return info.role(of: node, input: index, rank: rank, isConstant: isConstant)
     }
 
-    static let entries: [OpInfo] = tensorOps + elementwiseOps + activationOps + reductionOps + networkOps
+    static let entries: [OpInfo] = (tensorOps + elementwiseOps + activationOps + reductionOps + networkOps).map { op in
+        var op = op
+        if layoutRules.elementwise.contains(op.name) { op.layout = .elementwise }
+        if layoutRules.broadcasting.contains(op.name) { op.layout = .broadcasting }
+        if op.name == "Concat" { op.layout = .concatenating }
+        return op
+    }
+
+    /// Ops a Transpose is moved through (`OpInfo.layout`); every op here has
+    /// been checked in the TFLite export cross-check, whose layout pass is the
+    /// first user. Others commute too (Mod, Sign, …) and can join when a
+    /// format needs them.
+    static let layoutRules: (elementwise: Set<String>, broadcasting: Set<String>) = (
+        elementwise: ["Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "Elu", "HardSwish", "HardSigmoid", "Exp", "Log",
+                      "Sqrt", "Abs", "Neg", "Floor", "Ceil", "Round", "Sin", "Cos", "Reciprocal", "Identity", "Dropout",
+                      "Softplus", "Erf", "Not", "Cast"],
+        broadcasting: ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "PRelu"]
+    )
 }
 
 // MARK: - Opset rules
