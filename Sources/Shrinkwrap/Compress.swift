@@ -87,7 +87,7 @@ extension String {
     }
 }
 
-extension Shrinkwrap {
+extension Models {
     /// Compresses a graph's weights as the plan says.
     public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil) throws -> CompressionLog {
         let n = threads ?? ProcessInfo.processInfo.activeProcessorCount

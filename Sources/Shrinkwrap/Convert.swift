@@ -28,7 +28,7 @@ public struct ConversionOptions: Sendable {
     public init() {}
 }
 
-extension Shrinkwrap {
+extension Models {
     /// Reads a labels file: one label per line (blank lines and surrounding spaces dropped).
     public static func loadLabels(_ path: String) throws -> [String] {
         let text: String

@@ -15,7 +15,7 @@ extension Vocabulary.MetadataKeys {
 }
 
 extension Vocabulary {
-    /// The vocabulary a model read by `Shrinkwrap.load` keeps in its metadata
+    /// The vocabulary a model read by `Models.load` keeps in its metadata
     /// (a TFLite model's: `MetadataKeys.tflite`); see `fromMetadata(_:keys:)`.
     public static func fromMetadata(_ graph: Graph) throws -> Vocabulary? {
         try fromMetadata(graph, keys: .tflite)
@@ -23,7 +23,7 @@ extension Vocabulary {
 }
 
 extension DataOptions {
-    /// Options for models read by `Shrinkwrap.load`: text files without a
+    /// Options for models read by `Models.load`: text files without a
     /// given vocabulary take the one in the model's metadata (TFLite), as the
     /// command line does.
     public static var forLoadedModels: DataOptions {

@@ -31,7 +31,7 @@ extension ModelFormat {
     }
 }
 
-extension Shrinkwrap {
+extension Models {
     /// Throws, listing every conflict, when the format of `path` cannot hold `graph` compressed by `plan`.
     public static func checkStorable(_ graph: Graph, plan: CompressionPlan?, path: String) throws {
         guard let f = ModelFormats.writer(forExtension: (path as NSString).pathExtension) else { return }

@@ -9,7 +9,7 @@ import ShrinkwrapTFLite
 /// {"modelFile": "model.tflite", "labelsFile": "dict.txt", "modelType": "IMAGE_LABELING"}
 /// ```
 ///
-/// `Shrinkwrap.load` takes the folder or the manifest itself (any `.json`
+/// `Models.load` takes the folder or the manifest itself (any `.json`
 /// path is read as a manifest). `modelFile` (required) and `labelsFile`
 /// (optional when the model's own metadata has labels) are paths relative to
 /// the manifest's folder that must stay inside it (no absolute paths, no

@@ -1,9 +1,13 @@
 import Foundation
 import ShrinkwrapIR
 
-/// Library entry points used by the CLI.
-public enum Shrinkwrap {
-    public static let version = "0.1.0"
+/// The library's entry points: load, save, convert, compress (the CLI is a
+/// thin layer over these). Not named after the module: a type named
+/// `Shrinkwrap` inside module `Shrinkwrap` would make every module-qualified
+/// name (`Shrinkwrap.ModelFormats`, `Shrinkwrap.Benchmark`) resolve against
+/// the type and fail, leaving clients no way to tell our types from another
+/// library's of the same name.
+public enum Models {
 
     /// Loads a model of any registered format, or an ML Kit / AutoML Vision
     /// Edge bundle: a folder, or its manifest.json (see `ModelBundle`).

@@ -59,7 +59,7 @@ public enum Sweep {
                            progress: SweepProgress? = nil) throws -> SweepReport {
         let url = URL(fileURLWithPath: path)
         let fileData = try Data(contentsOf: url, options: .mappedIfSafe)
-        let graph = try Shrinkwrap.load(path)
+        let graph = try Models.load(path)
         let plan = try variants(o)
         let started = Date()
         let runner = try AgreementRunner(reference: graph, inputs: inputs, labels: o.labels.isEmpty ? graph.metadata.labels : o.labels,
@@ -93,7 +93,7 @@ public enum Sweep {
             let t0 = Date()
             let codec = try WeightCodecs.codec(named: v.mode)
             var g = graph
-            let log = try Shrinkwrap.compress(&g, plan: try settings(v, o).plan(), threads: o.threads)
+            let log = try Models.compress(&g, plan: try settings(v, o).plan(), threads: o.threads)
             var fileBytes: Int? = nil
             var file: String? = nil
             if let dir = o.outDir, let f = outFormat, let export = f.exporter, unwritable[variantTag(v)] == nil {
@@ -129,7 +129,7 @@ public enum Sweep {
         if let g = o.granularity { options["granularity"] = g }
         for (key, setting) in o.codecSettings where setting == .flag(true) { options[key] = "true" }
         if let m = o.minElements { options["min_elements"] = String(m) }
-        return SweepReport(tool: "shrinkwrap \(Shrinkwrap.version)",
+        return SweepReport(tool: "shrinkwrap \(shrinkwrapVersion)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
                            data: data, options: options, reference: size(graph, fileBytes: fileData.count), variants: result)
     }
@@ -174,7 +174,7 @@ public enum Sweep {
         let (outputs, layers) = try runner.compare(candidate)
         let source = try Data(contentsOf: URL(fileURLWithPath: referencePath), options: .mappedIfSafe)
         return SweepReport(
-            tool: "shrinkwrap \(Shrinkwrap.version)",
+            tool: "shrinkwrap \(shrinkwrapVersion)",
             model: ModelInfo(file: URL(fileURLWithPath: referencePath).lastPathComponent, sha256: SHA256.hex(source), format: reference.sourceFormat),
             data: DataInfo(description: data.description, count: data.samples.count, sha256: data.sha256, random: data.random),
             options: options, reference: size(reference, fileBytes: source.count),

@@ -17,7 +17,7 @@ struct ShrinkwrapCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
-        version: Shrinkwrap.version,
+        version: shrinkwrapVersion,
         subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, Compare.self, Prepare.self, Support.self]
     )
 
@@ -54,7 +54,7 @@ struct Inspect: ParsableCommand {
     var swift = false
 
     func run() throws {
-        let graph = try Shrinkwrap.load(model)
+        let graph = try Models.load(model)
         if swift {
             guard !json else { throw ValidationError("give --json or --swift, not both") }
             print(Inspection.swiftDeclarations(graph), terminator: "")
@@ -91,7 +91,7 @@ struct Run: ParsableCommand {
     var top = 5
 
     func run() throws {
-        let graph = try Shrinkwrap.load(model)
+        let graph = try Models.load(model)
         let options = try prep.options()
         let inputs: [String: Tensor]
         if let text {
@@ -155,7 +155,7 @@ struct Bench: ParsableCommand {
     var profile = false
 
     func run() throws {
-        let graph = try Shrinkwrap.load(model)
+        let graph = try Models.load(model)
         let result = try Benchmark.run(graph, runs: runs, warmup: warmup, threads: threads, profile: profile)
         for line in result.profile?.lines ?? [] { print(line) }
         print(result.summary(model: model, json: json))
@@ -229,13 +229,13 @@ struct Compress: ParsableCommand {
 
     func run() throws {
         let plan = try compression.settings.plan()  // option errors before the model is read
-        if let output { try Shrinkwrap.checkWritable(output, inputs: [model]) }
-        var graph = try Shrinkwrap.load(model)
-        if let output { try Shrinkwrap.checkStorable(graph, plan: plan, path: output) }  // every conflict, before compressing
-        let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
+        if let output { try Models.checkWritable(output, inputs: [model]) }
+        var graph = try Models.load(model)
+        if let output { try Models.checkStorable(graph, plan: plan, path: output) }  // every conflict, before compressing
+        let log = try Models.compress(&graph, plan: plan, threads: compression.threads)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         if let output {
-            let written = try Shrinkwrap.save(graph, to: output, inputs: [model])
+            let written = try Models.save(graph, to: output, inputs: [model])
             FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
         }
     }
@@ -319,7 +319,7 @@ struct Convert: ParsableCommand {
         }
         if let scale, !scale.isFinite { throw CLIError(description: "--scale must be a finite number") }
         o.imageInputs = imageInputs.map { .init(name: $0, color: layout, scale: scale ?? 1, bias: biasValues) }
-        o.labels = try labels.map { try Shrinkwrap.loadLabels($0) }
+        o.labels = try labels.map { try Models.loadLabels($0) }
         o.author = author; o.license = license; o.shortDescription = shortDescription; o.version = modelVersion
         for m in meta {
             guard let eq = m.firstIndex(of: "="), eq != m.startIndex else { throw CLIError(description: "--meta \(m): expected KEY=VALUE") }
@@ -332,19 +332,19 @@ struct Convert: ParsableCommand {
         let plan = compression.requested ? try compression.settings.plan() : nil
         let opts = try options()
         let readsFiles = [model] + [labels, compression.plan, compression.lut].compactMap { $0 }
-        try Shrinkwrap.checkWritable(output, inputs: readsFiles)
+        try Models.checkWritable(output, inputs: readsFiles)
         let checks = gates.any || !data.reports.isEmpty
         if checks, !data.given { throw CLIError(description: "--report and the --min-* gates need --data (or --random N)") }
         if !checks, data.given { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
-        var graph = try Shrinkwrap.load(model)
-        try Shrinkwrap.apply(opts, to: &graph)
-        try Shrinkwrap.checkStorable(graph, plan: plan, path: output)  // every conflict, before compressing
+        var graph = try Models.load(model)
+        try Models.apply(opts, to: &graph)
+        try Models.checkStorable(graph, plan: plan, path: output)  // every conflict, before compressing
         let original = graph
         if let plan {
-            let log = try Shrinkwrap.compress(&graph, plan: plan, threads: compression.threads)
+            let log = try Models.compress(&graph, plan: plan, threads: compression.threads)
             print(json ? log.json : log.table, terminator: json ? "\n" : "")
         }
-        let written = try Shrinkwrap.save(graph, to: output, inputs: readsFiles)
+        let written = try Models.save(graph, to: output, inputs: readsFiles)
         FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
         if checks {
             try check(original: original, settings: plan == nil ? "float32" : (compression.mode ?? "plan"), layout: written.sizeSummary)
@@ -354,7 +354,7 @@ struct Convert: ParsableCommand {
     /// Reads the written file back and compares it with the original over the data; writes the
     /// reports, then applies the gates (exit 3).
     func check(original: Graph, settings: String, layout: String?) throws {
-        let written = try Shrinkwrap.load(output)
+        let written = try Models.load(output)
         let set = try data.load(graph: original)
         let report = try Sweep.comparison(
             reference: original, at: model, candidate: written, at: output, data: set, labels: [], threads: compression.threads,

@@ -221,7 +221,7 @@ struct SweepCommand: ParsableCommand {
     @OptionGroup var gates: GateFlags
 
     func run() throws {
-        let graph = try Shrinkwrap.load(model)
+        let graph = try Models.load(model)
         let set = try data.load(graph: graph, quiet: quiet)
         var o = SweepOptions()
         o.modes = modes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -236,7 +236,7 @@ struct SweepCommand: ParsableCommand {
         o.outFormat = outFormat
         o.threads = threads
         o.layerSamples = layerSamples
-        o.labels = try labels.map { try Shrinkwrap.loadLabels($0) } ?? []
+        o.labels = try labels.map { try Models.loadLabels($0) } ?? []
         o.dumpWeightsDir = dumpWeights
         let report = try Sweep.run(model: model, inputs: set.samples, data: data.info(set), options: o, progress: progressLine(quiet))
         try data.write(report, protecting: [model])
@@ -280,12 +280,12 @@ struct Compare: ParsableCommand {
     @OptionGroup var gates: GateFlags
 
     func run() throws {
-        let ref = try Shrinkwrap.load(reference)
-        let cand = try Shrinkwrap.load(candidate)
+        let ref = try Models.load(reference)
+        let cand = try Models.load(candidate)
         let set = try data.load(graph: ref, quiet: quiet)
         let name = URL(fileURLWithPath: candidate).lastPathComponent
         let report = try Sweep.comparison(reference: ref, at: reference, candidate: cand, at: candidate, data: set,
-                                          labels: try labels.map { try Shrinkwrap.loadLabels($0) } ?? [], layerSamples: layerSamples,
+                                          labels: try labels.map { try Models.loadLabels($0) } ?? [], layerSamples: layerSamples,
                                           threads: threads, mode: "candidate", bits: 0, granularity: name, options: ["candidate": name])
         try data.write(report, protecting: [reference, candidate])
         let outputs = report.variants.first?.outputs ?? []
@@ -316,7 +316,7 @@ struct Prepare: ParsableCommand {
 
     func run() throws {
         guard data.reports.isEmpty else { throw CLIError(description: "prepare writes no report; drop --report") }
-        let graph = try Shrinkwrap.load(model)
+        let graph = try Models.load(model)
         let set = try data.load(graph: graph)
         let dir = URL(fileURLWithPath: outDir)
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -37,7 +37,11 @@ public enum CoreMLExporter {
     public static func export(_ graph: Graph) throws -> Data {
         let model = try exportSpec(graph)
         do {
-            return try model.serializedData()
+            // Map fields (the metadata's userDefined) in key order: Swift's dictionary order
+            // changes from run to run, and the same inputs must give the same bytes.
+            var options = BinaryEncodingOptions()
+            options.useDeterministicOrdering = true
+            return try model.serializedData(options: options)
         } catch {
             throw ExportError.unsupported(format: format, what: "cannot serialize the model: \(error)")
         }

@@ -105,7 +105,7 @@ public enum ONNXExporter {
         op.version = Int64(opset)
         m.opsetImport = [op]
         m.producerName = "shrinkwrap"
-        m.producerVersion = "0.1.0"
+        m.producerVersion = shrinkwrapVersion
         let meta = graph.metadata
         if !meta.docString.isEmpty { m.docString = meta.docString }
         if !meta.domain.isEmpty { m.domain = meta.domain }

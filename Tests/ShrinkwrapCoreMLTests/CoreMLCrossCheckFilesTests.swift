@@ -92,7 +92,7 @@ final class CoreMLCrossCheckFilesTests: XCTestCase {
         try FileManager.default.createDirectory(at: Self.outDir, withIntermediateDirectories: true)
         var written = 0
         for m in models {
-            let g = try Shrinkwrap.load(CoreMLRoundTripTests.modelDir.appendingPathComponent(m).path)
+            let g = try Models.load(CoreMLRoundTripTests.modelDir.appendingPathComponent(m).path)
             var configs: [(String, CompressionRule)] = []
             func rule(_ mode: String, _ bits: Int, _ gran: Granularity? = nil, symmetric: Bool = false) throws -> CompressionRule {
                 var o = CodecOptions(); o.bits = bits; o.symmetric = symmetric

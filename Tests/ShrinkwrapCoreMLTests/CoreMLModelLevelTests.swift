@@ -210,4 +210,26 @@ final class CoreMLModelLevelTests: XCTestCase {
             XCTAssertTrue("\(e)".contains("mean image has 3 values"), "\(e)")
         }
     }
+
+    /// Metadata properties become the userDefined map; its entries are written
+    /// in key order, so the bytes do not follow Swift's per-instance dictionary
+    /// order (the digits demo's .mlmodel had two byte forms from run to run).
+    func testUserDefinedMetadataIsWrittenInKeyOrder() throws {
+        var g = Graph()
+        g.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3)])]
+        g.outputs = [ValueInfo(name: "y", dtype: .float32, shape: [.fixed(1), .fixed(3)])]
+        g.nodes = [Node(name: "r", opType: "Relu", inputs: ["x"], outputs: ["y"])]
+        func key(_ k: Int) -> String { k < 10 ? "key0\(k)" : "key\(k)" }  // five bytes each
+        g.metadata.properties = (0..<16).map { (key: key(($0 * 7) % 16), value: "value \($0)") }
+        let prepared = try ExportPreparation.prepare(g).graph
+        let files = try (0..<8).map { _ in try CoreMLExporter.export(prepared) }
+        XCTAssertEqual(Set(files).count, 1, "the same graph gave \(Set(files).count) different files")
+        let keys = try CoreML_Specification_Model(serializedBytes: files[0]).description_p.metadata.userDefined.keys.sorted()
+        XCTAssertEqual(keys, (0..<16).map(key))
+        // Key order on the wire: each entry is field 100 of Metadata, the key its field 1.
+        let text = String(decoding: files[0], as: UTF8.self)
+        let positions = keys.compactMap { text.range(of: "\u{0A}\u{05}\($0)")?.lowerBound }
+        XCTAssertEqual(positions.count, 16)
+        XCTAssertEqual(positions, positions.sorted(), "userDefined entries are not in key order")
+    }
 }

@@ -53,7 +53,7 @@ final class CoreMLRoundTripTests: XCTestCase {
 
     func testLightModelsFloat32AndFP16() throws {
         for m in try lightModels() {
-            let g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+            let g = try Models.load(Self.modelDir.appendingPathComponent(m).path)
             let inputs = try ModelRunner.syntheticInputs(graph: g, seed: 5)
             let original = try Interpreter(graph: g).run(inputs)
             let prepared = try ExportPreparation.prepare(g).graph
@@ -86,7 +86,7 @@ extension CoreMLRoundTripTests {
         let models = try lightModels().filter { $0.contains("squeezenet") || $0.contains("shufflenet") }
         guard !models.isEmpty else { throw XCTSkip("SKIPPED: light_squeezenet / light_shufflenet missing; run `make testdata`") }
         for m in models {
-            let g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+            let g = try Models.load(Self.modelDir.appendingPathComponent(m).path)
             let inputs = try ModelRunner.syntheticInputs(graph: g, seed: 7)
             let base = try CoreMLExporter.exportSpec(try ExportPreparation.prepare(g).graph).specificationVersion
             for mode in ["linear", "linear-lut", "kmeans-lut"] {
@@ -113,7 +113,7 @@ extension CoreMLRoundTripTests {
     /// One quantized configuration on every light model.
     func testEveryLightModelLinear8() throws {
         for m in try lightModels() {
-            let g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+            let g = try Models.load(Self.modelDir.appendingPathComponent(m).path)
             let inputs = try ModelRunner.syntheticInputs(graph: g, seed: 9)
             var q = g
             _ = try CompressWeights.run(&q, plan: try plan("linear", bits: 8), threads: 2)
@@ -124,7 +124,7 @@ extension CoreMLRoundTripTests {
     /// Layouts Core ML NeuralNetwork cannot hold are refused with the tensor's name.
     func testGroupedPalettesAndBlockScalesAreRefused() throws {
         guard let m = try lightModels().first(where: { $0.contains("squeezenet") }) else { throw XCTSkip("SKIPPED: no light_squeezenet") }
-        let g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+        let g = try Models.load(Self.modelDir.appendingPathComponent(m).path)
         for (mode, gran) in [("kmeans-lut", "per-grouped-channel:4"), ("linear", "per-block:32")] {
             var q = g
             _ = try CompressWeights.run(&q, plan: try plan(mode, bits: 4, granularity: gran), threads: 2)
@@ -141,13 +141,13 @@ extension CoreMLRoundTripTests {
     /// classifier with a classLabel output, and the imported graph computes the same thing.
     func testImageInputClassifierAndMetadata() throws {
         guard let m = try lightModels().first(where: { $0.contains("squeezenet") }) else { throw XCTSkip("SKIPPED: no light_squeezenet") }
-        var g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+        var g = try Models.load(Self.modelDir.appendingPathComponent(m).path)
         var o = ConversionOptions()
         o.imageInputs = [.init(name: g.runtimeInputs[0].name, color: .bgr, scale: 0.017, bias: [-2.1, -2.0, -1.8])]
         o.labels = (0..<1000).map { "class \($0)" }
         o.author = "Shrinkwrap tests"; o.license = "MIT"; o.shortDescription = "squeezenet"; o.version = "3"
         o.userDefined = [("source", "onnx zoo")]
-        try Shrinkwrap.apply(o, to: &g)
+        try Models.apply(o, to: &g)
         var inputs = try ModelRunner.syntheticInputs(graph: g, seed: 11)
         inputs = inputs.mapValues { t in Tensor(t.doubles.map { Float(($0 + 1) * 127) }, shape: t.shape) }  // pixel-like values
         let spec = try CoreMLExporter.exportSpec(try ExportPreparation.prepare(g).graph)
@@ -192,7 +192,7 @@ extension CoreMLRoundTripTests {
         }
         for m in try lightModels().sorted(by: { (size($0), $0) < (size($1), $1) }) {
             let started = Date()
-            let g = try Shrinkwrap.load(Self.modelDir.appendingPathComponent(m).path)
+            let g = try Models.load(Self.modelDir.appendingPathComponent(m).path)
             let inputs = try ModelRunner.syntheticInputs(graph: g, seed: 13)
             var worst = 0.0
             for mode in ["linear", "linear-lut", "kmeans-lut"] {

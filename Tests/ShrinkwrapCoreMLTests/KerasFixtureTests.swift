@@ -41,13 +41,13 @@ final class KerasFixtureTests: XCTestCase {
         for m in try manifest().models {
             let path = Self.dir.appendingPathComponent(m.file).path
             if m.layer_kinds["loop"] != nil {
-                XCTAssertThrowsError(try Shrinkwrap.load(path)) { e in
+                XCTAssertThrowsError(try Models.load(path)) { e in
                     let text = "\(e)"
                     XCTAssertTrue(text.contains("unsupported ops") && text.contains("loop"), text)
                 }
                 continue
             }
-            let g = try Shrinkwrap.load(path)
+            let g = try Models.load(path)
             for c in m.cases {
                 let got = try run(g, c)
                 for (name, file) in c.outputs {
@@ -70,8 +70,8 @@ final class KerasFixtureTests: XCTestCase {
         var compared = 0
         for m in try manifest().models where m.layer_kinds["loop"] == nil {
             for q in m.quantized {
-                let g = try Shrinkwrap.load(Self.dir.appendingPathComponent(q.file).path)
-                let twin = try Shrinkwrap.load(Self.dir.appendingPathComponent(q.dequant_file).path)
+                let g = try Models.load(Self.dir.appendingPathComponent(q.file).path)
+                let twin = try Models.load(Self.dir.appendingPathComponent(q.dequant_file).path)
                 XCTAssertTrue(g.constants.contains { $0.encoding.isCompressed } || m.name.contains("lstm"), "\(q.file): weights kept compressed")
                 for c in m.cases {
                     let a = try run(g, c), b = try run(twin, c)

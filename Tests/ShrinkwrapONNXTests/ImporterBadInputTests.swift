@@ -15,7 +15,7 @@ final class ImporterBadInputTests: XCTestCase {
     /// Imports and returns the error's one-line description.
     func importError(_ url: URL, file: StaticString = #filePath, line: UInt = #line) -> String {
         do {
-            _ = try Shrinkwrap.load(url.path)
+            _ = try Models.load(url.path)
             XCTFail("import of \(url.lastPathComponent) should have failed", file: file, line: line)
             return ""
         } catch {
@@ -36,7 +36,7 @@ final class ImporterBadInputTests: XCTestCase {
 
     func testValidTinyModelRuns() throws {
         let url = try M.write(M.tinyMLP())
-        let g = try Shrinkwrap.load(url.path)
+        let g = try Models.load(url.path)
         let out = try Interpreter(graph: g).run(["x": Tensor([1, 2], shape: [1, 2])])
         // x·W = [1·1 + 2·0.5, 1·(−1) + 2·1, 1·2 + 2·(−2)] = [2, 1, −2]; + b = [2, 1.5, −1]; Relu → [2, 1.5, 0].
         XCTAssertEqual(out["y"]?.floats, [2, 1.5, 0])
@@ -130,7 +130,7 @@ final class ImporterBadInputTests: XCTestCase {
             return m
         }
         let good = try M.write(external(offset: 8), in: dir)
-        let g = try Shrinkwrap.load(good.path)
+        let g = try Models.load(good.path)
         XCTAssertEqual(g.constant(named: "W")?.encoding.decoded().floats, [1, -1, 2, 0.5, 1, -2])
         let bad = try M.write(external(offset: 12), name: "bad.onnx", in: dir)
         XCTAssertTrue(importError(bad).contains("runs past its end"))
@@ -154,7 +154,7 @@ final class ImporterBadInputTests: XCTestCase {
 
     func testNpyWithWrongDtypeOrShapeForInput() throws {
         let url = try M.write(M.tinyMLP())
-        let g = try Shrinkwrap.load(url.path)
+        let g = try Models.load(url.path)
         let dir = url.deletingLastPathComponent()
         let wrongShape = dir.appendingPathComponent("x.npy")
         try NPY.encode(Tensor([1, 2, 3], shape: [1, 3])).write(to: wrongShape)

@@ -14,14 +14,14 @@ final class LibraryUsageTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
 
         let source = root.appendingPathComponent("Samples/digits/digits.tflite").path
-        let original = try Shrinkwrap.load(source)
+        let original = try Models.load(source)
         var compressed = original
 
         var settings = CompressionSettings()
         settings.mode = "kmeans-lut"
         settings.bits = 4
         settings.minElements = 0
-        let log = try Shrinkwrap.compress(&compressed, plan: settings.plan())
+        let log = try Models.compress(&compressed, plan: settings.plan())
         let done = log.entries.filter { $0.skipped == nil }
         XCTAssertEqual(done.map(\.encoding), Array(repeating: done.first?.encoding ?? "?", count: 3))
         XCTAssertTrue(done.allSatisfy { $0.bytesAfter < $0.bytesBefore }, "\(done)")
@@ -29,13 +29,13 @@ final class LibraryUsageTests: XCTestCase {
         XCTAssertLessThan(done.map(\.bytesAfter).reduce(0, +) * 6, done.map(\.bytesBefore).reduce(0, +))
 
         let target = dir.appendingPathComponent("digits-4bit.mlmodel").path
-        let file = try Shrinkwrap.save(compressed, to: target, inputs: [source])
+        let file = try Models.save(compressed, to: target, inputs: [source])
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: target)), file.data)
 
         let image = try ModelRunner.loadInputs([root.appendingPathComponent("Samples/digits/images/digit_7_0.png").path],
                                                graph: original)
         var digits: [Int] = []
-        for model in [original, compressed, try Shrinkwrap.load(target)] {
+        for model in [original, compressed, try Models.load(target)] {
             let outputs = try Interpreter(graph: model).run(image)
             if let name = model.outputs.first?.name, let scores = outputs[name],
                let best = ModelRunner.topK(scores, k: 1)?.first {
@@ -43,5 +43,14 @@ final class LibraryUsageTests: XCTestCase {
             }
         }
         XCTAssertEqual(digits, [7, 7, 7])
+    }
+
+    /// Module-qualified names resolve: this compiles only while no type in
+    /// module `Shrinkwrap` is itself named `Shrinkwrap` (see `Models`).
+    func testModuleQualifiedNamesResolve() throws {
+        let graph = try Shrinkwrap.Models.load(URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Samples/digits/digits.tflite").path)
+        XCTAssertFalse(graph.nodes.isEmpty)
+        XCTAssertTrue(Shrinkwrap.ModelFormats.writableExtensions.contains(".onnx"))
     }
 }

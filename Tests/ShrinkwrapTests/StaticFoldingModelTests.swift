@@ -15,7 +15,7 @@ final class StaticFoldingModelTests: XCTestCase {
             throw XCTSkip("SKIPPED: no light models in \(dir.path); run `make testdata`")
         }
         for m in models {
-            let g = try Shrinkwrap.load(dir.appendingPathComponent(m).path)
+            let g = try Models.load(dir.appendingPathComponent(m).path)
             let (f, _) = try StaticFolding.fold(g)
             XCTAssertFalse(f.nodes.contains { $0.opType == "Shape" }, m)
             let inputs = try ModelRunner.syntheticInputs(graph: g, seed: 3)

@@ -17,7 +17,7 @@ final class SweepTests: XCTestCase {
 
     func testAgreementOfAModelWithItselfIsPerfect() throws {
         guard FileManager.default.fileExists(atPath: Self.model.path) else { throw XCTSkip("SKIPPED: no light_squeezenet; run `make testdata`") }
-        let g = try Shrinkwrap.load(Self.model.path)
+        let g = try Models.load(Self.model.path)
         let runner = try AgreementRunner(reference: g, inputs: try inputs(g, count: 3), layerSamples: 2)
         let (outputs, layers) = try runner.compare(g)
         XCTAssertEqual(outputs.count, 1)
@@ -33,7 +33,7 @@ final class SweepTests: XCTestCase {
 
     func testSweepVariantsSizesAndLayers() throws {
         guard FileManager.default.fileExists(atPath: Self.model.path) else { throw XCTSkip("SKIPPED: no light_squeezenet; run `make testdata`") }
-        let g = try Shrinkwrap.load(Self.model.path)
+        let g = try Models.load(Self.model.path)
         var o = SweepOptions()
         o.modes = ["fp16", "linear", "kmeans-lut"]
         o.bits = [8, 2]

@@ -122,7 +122,7 @@ final class TFLiteMetadataDataTests: XCTestCase {
     /// End to end against tf.lite.Interpreter: the PNG through the metadata's normalization gives TFLite's output.
     func testImageClassifierFixtureMatchesTheInterpreter() throws {
         try requireMetadataFixtures()
-        let g = try Shrinkwrap.load(metadataFixtures.appendingPathComponent("image_classifier.tflite").path)
+        let g = try Models.load(metadataFixtures.appendingPathComponent("image_classifier.tflite").path)
         let set = try InputData.load([metadataFixtures.appendingPathComponent("image_classifier.png").path], graph: g)
         let out = try Interpreter(graph: g).run(set.samples[0])
         let got = try XCTUnwrap(out[g.outputs[0].name]?.floats)
@@ -138,7 +138,7 @@ final class TFLiteMetadataDataTests: XCTestCase {
 
     func testTextUsesTheMetadataVocabulary() throws {
         try requireMetadataFixtures()
-        let g = try Shrinkwrap.load(metadataFixtures.appendingPathComponent("text_classifier.tflite").path)
+        let g = try Models.load(metadataFixtures.appendingPathComponent("text_classifier.tflite").path)
         let sentence = try String(contentsOf: metadataFixtures.appendingPathComponent("text_classifier.sentence.txt"), encoding: .utf8)
             .trimmingCharacters(in: .newlines)
         let inputs = try ModelRunner.textInput(sentence, graph: g, options: DataOptions())
@@ -172,7 +172,7 @@ final class TFLiteMetadataDataTests: XCTestCase {
         let folder = metadataFixtures.appendingPathComponent("bundle")
         let labels = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
         for path in [folder.path, folder.appendingPathComponent("manifest.json").path] {
-            let g = try Shrinkwrap.load(path)
+            let g = try Models.load(path)
             XCTAssertEqual(g.metadata.labels, labels, path)
             XCTAssertEqual(g.metadata.property("mlkit.modelType"), "IMAGE_LABELING")
             XCTAssertEqual(g.sourceFormat, "tflite")
@@ -187,12 +187,12 @@ final class TFLiteMetadataDataTests: XCTestCase {
         try write("a\r\nb\r\nc\r\n\r\n", dir.appendingPathComponent("dict.txt"))
         let manifest = dir.appendingPathComponent("manifest.json")
         try write(#"{"modelFile": "model.tflite", "labelsFile": "dict.txt", "modelType": "IMAGE_LABELING", "extra": 1}"#, manifest)
-        XCTAssertEqual(try Shrinkwrap.load(dir.path).metadata.labels, ["a", "b", "c"])
-        XCTAssertEqual(try Shrinkwrap.load(manifest.path).metadata.labels, ["a", "b", "c"])
+        XCTAssertEqual(try Models.load(dir.path).metadata.labels, ["a", "b", "c"])
+        XCTAssertEqual(try Models.load(manifest.path).metadata.labels, ["a", "b", "c"])
 
         func loadError(_ json: String) throws -> String {
             try write(json, manifest)
-            return errorText { _ = try Shrinkwrap.load(manifest.path) }
+            return errorText { _ = try Models.load(manifest.path) }
         }
         let m = manifest.path
         XCTAssertEqual(try loadError(#"{"labelsFile": "dict.txt"}"#),
@@ -237,24 +237,24 @@ final class TFLiteMetadataDataTests: XCTestCase {
         var md = Metadata()
         md.labels = ["x", "y", "z"]
         try Data(try reluModel(classes: 3, metadata: md)).write(to: dir.appendingPathComponent("meta.tflite"))
-        XCTAssertEqual(try { try write(#"{"modelFile": "meta.tflite"}"#, manifest); return try Shrinkwrap.load(m).metadata.labels }(), ["x", "y", "z"])
-        XCTAssertEqual(try { try write(#"{"modelFile": "meta.tflite", "labelsFile": "dict.txt"}"#, manifest); return try Shrinkwrap.load(m).metadata.labels }(),
+        XCTAssertEqual(try { try write(#"{"modelFile": "meta.tflite"}"#, manifest); return try Models.load(m).metadata.labels }(), ["x", "y", "z"])
+        XCTAssertEqual(try { try write(#"{"modelFile": "meta.tflite", "labelsFile": "dict.txt"}"#, manifest); return try Models.load(m).metadata.labels }(),
                        ["a", "b", "c"])
     }
 
     func testFolderWithoutManifest() throws {
         let dir = try makeTempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        XCTAssertEqual(errorText { _ = try Shrinkwrap.load(dir.path) },
+        XCTAssertEqual(errorText { _ = try Models.load(dir.path) },
                        "\(dir.path): cannot read: is a folder without manifest.json, and not a bundle of exactly one model file and one dict.txt or labels.txt (found no model file, no dict.txt / labels.txt)")
         try Data(try reluModel(classes: 2)).write(to: dir.appendingPathComponent("m.tflite"))
         try write("yes\nno\n", dir.appendingPathComponent("labels.txt"))
-        let g = try Shrinkwrap.load(dir.path)
+        let g = try Models.load(dir.path)
         XCTAssertEqual(g.metadata.labels, ["yes", "no"])
         XCTAssertNil(g.metadata.property("mlkit.modelType"))
         try write("si\nno\n", dir.appendingPathComponent("dict.txt"))
-        XCTAssertTrue(errorText { _ = try Shrinkwrap.load(dir.path) }.contains("(found model files m.tflite, dict.txt and labels.txt)"))
-        XCTAssertTrue(errorText { _ = try Shrinkwrap.load(dir.appendingPathComponent("other.json").path) }.hasSuffix("cannot read: no such file"))
-        XCTAssertTrue(errorText { _ = try Shrinkwrap.load(dir.appendingPathComponent("model.pt").path) }.contains("unknown model format"))
+        XCTAssertTrue(errorText { _ = try Models.load(dir.path) }.contains("(found model files m.tflite, dict.txt and labels.txt)"))
+        XCTAssertTrue(errorText { _ = try Models.load(dir.appendingPathComponent("other.json").path) }.hasSuffix("cannot read: no such file"))
+        XCTAssertTrue(errorText { _ = try Models.load(dir.appendingPathComponent("model.pt").path) }.contains("unknown model format"))
     }
 }
