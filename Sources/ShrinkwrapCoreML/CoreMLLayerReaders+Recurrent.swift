@@ -163,6 +163,20 @@ extension CoreMLLayerReaders {
         return (h0, c0)
     }
 
+    /// A one-direction ONNX GRU / RNN's Y / Y_h back to the Core ML layer's
+    /// outputs: y (the whole sequence, or the last step) and h_T.
+    static func singleDirectionOutputs(_ b: inout GraphBuilderState, _ l: Layer, Y yAll: String, Yh yH: String,
+                                       sequenceOutput: Bool, _ p: String) throws {
+        let y3 = b.temp("\(l.name)_y")
+        if sequenceOutput {
+            b.node("Squeeze", "\(l.name)_y_s", [yAll, b.ints("\(l.name)_dir", [1])], [y3], rank: 3)
+        } else {
+            b.node("Identity", "\(l.name)_y_s", [yH], [y3], rank: 3)
+        }
+        try stateOutput(&b, l, y3, l.output[0], p, onnxRank: 3)
+        try stateOutput(&b, l, yH, l.output[1], p, onnxRank: 3)
+    }
+
     /// The ONNX LSTM's Y / Y_h / Y_c back to the Core ML layer's outputs: y, then h_T and c_T per direction.
     static func lstmOutputs(_ b: inout GraphBuilderState, _ l: Layer, Y yAll: String, Yh yH: String, Yc yC: String,
                             sequenceOutput seqOut: Bool, dirs: Int, _ p: String) throws {
@@ -215,14 +229,7 @@ extension CoreMLLayerReaders {
         let yAll = b.temp("\(l.name)_Y"), yH = b.temp("\(l.name)_Y_h")
         b.node("GRU", l.name, [x, b.floats("\(l.name)_W", W, shape: [1, 3 * hidden, inSize]), b.floats("\(l.name)_R", R, shape: [1, 3 * hidden, hidden]),
                               b.floats("\(l.name)_B", B, shape: [1, 6 * hidden]), "", h0], [yAll, yH], a, rank: 4)
-        let y3 = b.temp("\(l.name)_y")
-        if q.sequenceOutput {
-            b.node("Squeeze", "\(l.name)_y_s", [yAll, b.ints("\(l.name)_dir", [1])], [y3], rank: 3)
-        } else {
-            b.node("Identity", "\(l.name)_y_s", [yH], [y3], rank: 3)
-        }
-        try stateOutput(&b, l, y3, l.output[0], p, onnxRank: 3)
-        try stateOutput(&b, l, yH, l.output[1], p, onnxRank: 3)
+        try singleDirectionOutputs(&b, l, Y: yAll, Yh: yH, sequenceOutput: q.sequenceOutput, p)
     }
 
     static let simpleRecurrent: Reader = { b, l, p in
@@ -244,13 +251,6 @@ extension CoreMLLayerReaders {
         let yAll = b.temp("\(l.name)_Y"), yH = b.temp("\(l.name)_Y_h")
         b.node("RNN", l.name, [x, b.floats("\(l.name)_W", W, shape: [1, hidden, inSize]), b.floats("\(l.name)_R", R, shape: [1, hidden, hidden]),
                               b.floats("\(l.name)_B", B, shape: [1, 2 * hidden]), "", h0], [yAll, yH], a, rank: 4)
-        let y3 = b.temp("\(l.name)_y")
-        if q.sequenceOutput {
-            b.node("Squeeze", "\(l.name)_y_s", [yAll, b.ints("\(l.name)_dir", [1])], [y3], rank: 3)
-        } else {
-            b.node("Identity", "\(l.name)_y_s", [yH], [y3], rank: 3)
-        }
-        try stateOutput(&b, l, y3, l.output[0], p, onnxRank: 3)
-        try stateOutput(&b, l, yH, l.output[1], p, onnxRank: 3)
+        try singleDirectionOutputs(&b, l, Y: yAll, Yh: yH, sequenceOutput: q.sequenceOutput, p)
     }
 }

@@ -474,8 +474,7 @@ public enum ImageData {
             }
         }
         if isFloat {
-            let values = dtype == .float16 ? floats.map(Half.round) : floats
-            return Tensor(values, shape: shape, dtype: dtype)
+            return Tensor(dtype.rounded(floats), shape: shape, dtype: dtype)
         }
         return Tensor(ints: ints, shape: shape, dtype: dtype)
     }

@@ -277,8 +277,8 @@ public enum ActivationKernels {
     /// float32 and rounds once; bfloat16 rounds after every addition), the
     /// division and, for LogSoftmax, the log of the rounded softmax.
     static func lowPrecisionSoftmax(_ x: [Float], _ t: Tensor, _ outer: Int, _ len: Int, _ inner: Int, log: Bool) -> Tensor {
-        let half = t.dtype == .float16
-        func r(_ v: Float) -> Float { half ? Half.round(v) : Half.float(fromBFloatBits: Half.bfloatBits(from: v)) }
+        let half = t.dtype == .float16, dtype = t.dtype
+        func r(_ v: Float) -> Float { dtype.rounded(v) }
         var out = [Float](repeating: 0, count: x.count)
         var e = [Float](repeating: 0, count: len)
         for b in 0..<outer {
