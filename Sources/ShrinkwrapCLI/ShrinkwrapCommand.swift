@@ -296,7 +296,8 @@ struct Convert: ParsableCommand {
     var json = false
 
     /// With --data (or --random) and --report or a gate, the written file is read back and checked.
-    @OptionGroup var data: DataFlags
+    /// Its image options have no --scale / --color: those above are the converted model's.
+    @OptionGroup var data: InputDataFlags<NoPixelFlags>
 
     @OptionGroup var gates: GateFlags
 

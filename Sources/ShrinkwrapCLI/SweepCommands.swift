@@ -6,25 +6,24 @@ import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapReport
 
-/// How images and text become inputs.
-struct PrepFlags: ParsableArguments {
+/// How images and text become inputs. `Pixels` holds --scale and --color: the data's own
+/// (`PixelFlags`, see `PrepFlags`), or none in `convert`, whose --scale / --color set the converted
+/// model's image input instead (`Convert` declares them; a name declared twice is an
+/// ArgumentParser configuration error).
+struct InputPrepFlags<Pixels: PixelOptions>: ParsableArguments {
     @Option(help: ArgumentHelp("Images: resize first; N = shorter side (aspect kept), or WxH.", valueName: "N|WxH"))
     var resize: String?
 
     @Option(name: .customLong("center-crop"), help: ArgumentHelp("Images: then keep the centre N×N or W×H.", valueName: "N|WxH"))
     var centerCrop: String?
 
-    @Option(help: ArgumentHelp("Images: multiply pixels (0…255) by this, e.g. 1/255. Without --scale / --mean / --std, a TFLite model's metadata normalization applies.", valueName: "S"))
-    var scale: String?
+    @OptionGroup var pixels: Pixels
 
     @Option(help: ArgumentHelp("Images: subtract after --scale; one value or one per channel (R,G,B).", valueName: "M[,M,M]"))
     var mean: String?
 
     @Option(help: ArgumentHelp("Images: divide after --mean; one value or one per channel.", valueName: "S[,S,S]"))
     var std: String?
-
-    @Option(help: ArgumentHelp("Images: channel order RGB, BGR or GRAY (default: the model's image input, else RGB / GRAY by channels).", valueName: "RGB|BGR|GRAY"))
-    var color: String?
 
     @Option(help: ArgumentHelp("Images: NCHW or NHWC (default: from the input's shape).", valueName: "NCHW|NHWC"))
     var layout: String?
@@ -36,7 +35,7 @@ struct PrepFlags: ParsableArguments {
     var sequenceLength: Int?
 
     var any: Bool {
-        resize != nil || centerCrop != nil || scale != nil || mean != nil || std != nil || color != nil || layout != nil
+        resize != nil || centerCrop != nil || pixels.any || mean != nil || std != nil || layout != nil
             || vocab != nil || sequenceLength != nil
     }
 
@@ -56,18 +55,11 @@ struct PrepFlags: ParsableArguments {
         }
         o.image.resize = try size(resize, "resize")
         o.image.centerCrop = try size(centerCrop, "center-crop")
-        if let scale {
-            guard let v = ImagePreprocessing.parseNumber(scale) else { throw ValidationError("--scale '\(scale)': give a number or a fraction like 1/255") }
-            o.image.scale = v
-        }
+        try pixels.apply(to: &o)
         for (text, flag) in [(mean, "mean"), (std, "std")] {
             guard let text else { continue }
             guard let v = ImagePreprocessing.parseList(text) else { throw ValidationError("--\(flag) '\(text)': give one number or a comma-separated list") }
             if flag == "mean" { o.image.mean = v } else { o.image.std = v }
-        }
-        if let color {
-            guard let c = ColorLayout(rawValue: color.uppercased()) else { throw ValidationError("--color '\(color)': give RGB, BGR or GRAY") }
-            o.image.color = c
         }
         if let layout {
             guard let l = ImagePreprocessing.Layout(rawValue: layout.uppercased()) else { throw ValidationError("--layout '\(layout)': give NCHW or NHWC") }
@@ -82,13 +74,52 @@ struct PrepFlags: ParsableArguments {
     }
 }
 
+/// The image and text options of run, sweep, compare and prepare.
+typealias PrepFlags = InputPrepFlags<PixelFlags>
+
+/// --scale and --color of input images, or none (`NoPixelFlags`).
+protocol PixelOptions: ParsableArguments {
+    var any: Bool { get }
+    func apply(to o: inout DataOptions) throws
+}
+
+/// How --data / --input images' pixels become values: --scale and --color.
+struct PixelFlags: PixelOptions {
+    @Option(help: ArgumentHelp("Images: multiply pixels (0…255) by this, e.g. 1/255. Without --scale / --mean / --std, a TFLite model's metadata normalization applies.", valueName: "S"))
+    var scale: String?
+
+    @Option(help: ArgumentHelp("Images: channel order RGB, BGR or GRAY (default: the model's image input, else RGB / GRAY by channels).", valueName: "RGB|BGR|GRAY"))
+    var color: String?
+
+    var any: Bool { scale != nil || color != nil }
+
+    func apply(to o: inout DataOptions) throws {
+        if let scale {
+            guard let v = ImagePreprocessing.parseNumber(scale) else { throw ValidationError("--scale '\(scale)': give a number or a fraction like 1/255") }
+            o.image.scale = v
+        }
+        if let color {
+            guard let c = ColorLayout(rawValue: color.uppercased()) else { throw ValidationError("--color '\(color)': give RGB, BGR or GRAY") }
+            o.image.color = c
+        }
+    }
+}
+
+/// No --scale / --color for the data: in `convert` those set the converted model's image input
+/// (`Convert` declares them), and --data images are read with the model's defaults.
+struct NoPixelFlags: PixelOptions {
+    var any: Bool { false }
+    func apply(to o: inout DataOptions) {}
+}
+
 /// Where the inputs come from: files, or seeded random data (marked in every report).
-struct DataFlags: ParsableArguments {
+/// `Pixels`: see `InputPrepFlags`.
+struct InputDataFlags<Pixels: PixelOptions>: ParsableArguments {
     @Option(name: .customLong("data"), help: "Input data: a folder or list of .npy / .npz files, PNG / JPEG images, or .txt files (one sentence per line); NAME=PATH for multi-input models. Repeat for several.")
     var data: [String] = []
 
     @OptionGroup(title: "Image and text inputs")
-    var prep: PrepFlags
+    var prep: InputPrepFlags<Pixels>
 
     @Option(help: "No data: N seeded random inputs (a last resort; every report says so loudly).")
     var random: Int?
@@ -130,6 +161,9 @@ struct DataFlags: ParsableArguments {
         }
     }
 }
+
+/// The data options of sweep, compare and prepare.
+typealias DataFlags = InputDataFlags<PixelFlags>
 
 /// Per-output agreement lines, as compare and convert print them.
 func agreementLines(_ outputs: [OutputMetrics]) -> [String] {

@@ -25,6 +25,7 @@ enum ONNXOps {
         // neural network
         "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool",
         "Gemm", "MatMul", "InstanceNormalization", "LayerNormalization", "GroupNormalization", "LRN",
+        "LpNormalization", "MeanVarianceNormalization",
         "DepthToSpace", "SpaceToDepth",
         "LSTM", "GRU", "RNN",
     ]

@@ -153,6 +153,8 @@ public enum KernelRegistry {
         t["LayerNormalization"] = NNKernels.layerNormalization
         t["GroupNormalization"] = NNKernels.groupNormalization
         t["LRN"] = NNKernels.lrn
+        t["LpNormalization"] = NNKernels.lpNormalization
+        t["MeanVarianceNormalization"] = NNKernels.meanVarianceNormalization
         t["Resize"] = NNKernels.resize
         t["DepthToSpace"] = NNKernels.depthToSpace
         t["SpaceToDepth"] = NNKernels.spaceToDepth

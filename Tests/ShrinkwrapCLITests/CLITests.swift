@@ -165,6 +165,31 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(again.stderr.contains("refusing to overwrite an input"), again.stderr)
     }
 
+    /// convert's --scale / --color set the converted model's image input; its --data options
+    /// (shared with sweep and compare, where --scale / --color preprocess the data) do not
+    /// declare them again (a debug build's ArgumentParser refuses a name declared twice).
+    func testConvertDeclaresScaleAndColorOnce() throws {
+        let help = try sw(["convert", "--help"])
+        XCTAssertEqual(help.status, 0, help.stderr)
+        for flag in ["--scale <", "--color <", "--mean <", "--resize <"] {
+            XCTAssertEqual(help.stdout.components(separatedBy: "  \(flag)").count - 1, 1, "\(flag) in: \(help.stdout)")
+        }
+        XCTAssertTrue(help.stdout.contains("Image preprocessing: pixel × scale"), help.stdout)
+        XCTAssertTrue(help.stdout.contains("Image channel order: RGB, BGR or GRAY (default RGB)"), help.stdout)
+        // The values go to the converted model's image input, which needs --image-input.
+        let model = try tinyModel()
+        for args in [["--scale", "0.5"], ["--color", "BGR"]] {
+            let r = try sw(["convert", model.path, "-o", tmp.appendingPathComponent("t.onnx").path] + args)
+            XCTAssertNotEqual(r.status, 0)
+            XCTAssertTrue(r.stderr.contains("--scale, --bias and --color need --image-input"), "\(args): \(r.stderr)")
+        }
+        // sweep keeps the data's --scale / --color.
+        let sweep = try sw(["sweep", "--help"])
+        XCTAssertEqual(sweep.status, 0, sweep.stderr)
+        XCTAssertTrue(sweep.stdout.contains("Images: multiply pixels (0…255) by this"), sweep.stdout)
+        XCTAssertTrue(sweep.stdout.contains("Images: channel order RGB, BGR or GRAY"), sweep.stdout)
+    }
+
     func testCompressHelpListsEveryCodec() throws {
         let r = try sw(["compress", "--help"])
         XCTAssertEqual(r.status, 0)

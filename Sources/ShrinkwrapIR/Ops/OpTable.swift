@@ -194,6 +194,10 @@ private let networkOps: [OpInfo] = [
     // The IR's GroupNormalization has per-channel scale and bias (opset 21; 18 had per group).
     OpInfo("GroupNormalization", .normalization, weights: normalizationRoles, onnx: since(21)),
     OpInfo("LRN", .normalization, onnx: since(13)),
+    // Unchanged since opset 1 (22 added bfloat16).
+    OpInfo("LpNormalization", .normalization, onnx: since(1)),
+    // Opset 9 had the same form without bfloat16.
+    OpInfo("MeanVarianceNormalization", .normalization, onnx: since(13)),
     // half_pixel_symmetric: 19; antialias, axes, keep_aspect_ratio_policy: 18.
     OpInfo("Resize", .neuralNetwork, shapeInputs: [1, 2, 3], onnx: { n in
         if n.string("coordinate_transformation_mode", "half_pixel") == "half_pixel_symmetric" { return 19 }
