@@ -67,7 +67,7 @@ let package = Package(
             dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapIR", "ShrinkwrapCompression", "ShrinkwrapRuntime", "ShrinkwrapReport",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "ShrinkwrapTestSupport", dependencies: ["ZipArchive"], path: "Tests/ShrinkwrapTestSupport"),
+        .target(name: "ShrinkwrapTestSupport", dependencies: ["ShrinkwrapData", "ZipArchive"], path: "Tests/ShrinkwrapTestSupport"),
         .testTarget(name: "ShrinkwrapIRTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapTestSupport"]),
         .testTarget(name: "ShrinkwrapCompressionTests", dependencies: ["ShrinkwrapCompression", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"]),
         .testTarget(
@@ -86,7 +86,7 @@ let package = Package(
                                                      "ShrinkwrapReport", "ShrinkwrapTestSupport", "ZipArchive", "ShrinkwrapTFLite", "ShrinkwrapCoreML", "FlatBuffers"]),
         .testTarget(name: "ShrinkwrapDataTests", dependencies: ["ShrinkwrapData", "ShrinkwrapIR", "ShrinkwrapTestSupport", "ZipArchive"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapCompression", "ShrinkwrapIR"]),
-        .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers"], exclude: ["Fixtures"]),
+        .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers", "ShrinkwrapTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ZipArchiveTests", dependencies: ["ZipArchive", "ShrinkwrapTestSupport"]),
         .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport",
                                                            "ZipArchive"],

@@ -1,22 +1,11 @@
 import XCTest
 @testable import FlatBuffers
+import ShrinkwrapTestSupport
 
 /// Randomized damage with a fixed seed: every truncation and thousands of byte
 /// flips of valid buffers, each walked through every accessor of the test
 /// schema. The reader may throw or succeed; it must never crash or hang.
 final class MutationTests: XCTestCase {
-    /// SplitMix64: a tiny PRNG with a fixed seed, so failures reproduce.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Walks the buffer as a test-schema Root; returns whether it succeeded.
     @discardableResult
     func walk(_ bytes: [UInt8]) -> Bool {
@@ -51,7 +40,7 @@ final class MutationTests: XCTestCase {
     }
 
     func testRandomByteFlips() throws {
-        var rng = SplitMix64(state: 0x5EED_F1A7_B0FF_E125)
+        var rng = SplitMix(seed: 0x5EED_F1A7_B0FF_E125)  // fixed seed: failures reproduce
         let interesting: [UInt8] = [0, 1, 0x7F, 0x80, 0xFF, 0xFE, 4, 8]
         var succeeded = 0, failed = 0
         for seed in try seeds() {

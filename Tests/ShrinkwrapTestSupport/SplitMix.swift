@@ -1,19 +1,12 @@
 import Foundation
+import ShrinkwrapData
 
-/// Deterministic randomness for every test target (SplitMix64), so that
-/// test data is the same on every run and every machine.
-public struct SplitMix {
-    public var state: UInt64
-    public init(seed: UInt64) { state = seed }
+/// Deterministic randomness for every test target: the library's one seeded
+/// generator (SplitMix64), so that test data is the same on every run and
+/// every machine.
+public typealias SplitMix = SeededGenerator
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SeededGenerator {
     /// Uniform in [0, 1) with 24 bits.
     public mutating func nextFloat() -> Float { Float(next() >> 40) / Float(1 << 24) }
 
