@@ -522,7 +522,7 @@ def check_manifest(manifest):
     for m in manifest.get("models", []) + manifest.get("assets", []):
         mid = m.get("id", "?")
         is_model = "format" in m
-        problems += [f"{mid}: no {k}" for k in (REQUIRED if is_model else ASSET_REQUIRED) if k not in m]
+        problems += [f"{mid}: no {k}" for k in (REQUIRED if is_model else ASSET_REQUIRED) if m.get(k) in (None, "")]
         if mid in seen:
             problems.append(f"{mid}: duplicate id")
         seen.add(mid)
