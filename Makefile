@@ -215,15 +215,12 @@ corpus: ## fetch the real-model corpus (25 models + 9 input assets, ~220 MiB of 
 corpus-list: ## list the corpus models and which are cached
 	@python3 Scripts/corpus.py list
 
-corpus-facts: corpus ## re-read every corpus model (onnx, TFLite schema, coremltools: make venv-tf) and compare with the manifest
-	@test -x $(VENV_TF)/bin/python || { echo "corpus-facts needs $(VENV_TF) (make venv-tf)"; exit 1; }
+corpus-facts: corpus venv-tf ## re-read every corpus model (onnx, TFLite schema, coremltools) and compare with the manifest
 	$(VENV_TF)/bin/python Scripts/corpus.py facts 2>&1 | grep -v "libcoremlpython\|oneDNN\|cpu_feature_guard\|rebuild TensorFlow"; exit $${PIPESTATUS[0]}
 
 # Tests/corpus/baseline.md: inspect, convert to the three formats and run every corpus model,
 # against onnxruntime / tf.lite.Interpreter (a few minutes; the converted files go to out/corpus).
-# (The venvs are checked, not made: worktrees often link them to a shared checkout's.)
-corpus-baseline: corpus build ## rewrite Tests/corpus/baseline.md: what the converter does with each corpus model
-	@test -x $(PY) -a -x $(VENV_TF)/bin/python || { echo "corpus-baseline needs $(VENV) and $(VENV_TF) (make venv venv-tf)"; exit 1; }
+corpus-baseline: corpus build venv venv-tf ## rewrite Tests/corpus/baseline.md: what the converter does with each corpus model
 	rm -rf out/corpus && mkdir -p out/corpus
 	$(PY) Scripts/corpus_baseline.py --shrinkwrap $(BIN) --work out/corpus --results out/corpus/results.json
 
