@@ -357,7 +357,7 @@ def fixed_shape_pass(entry, r, bin_, path, folder, inputs, ref, ref_files, timeo
     """For an ONNX model that .tflite / .mlmodel refused for its free dimensions: fix the input
     shapes to those of the run's inputs (fix_shapes) and convert again, to see what else stands
     in the way. {ext: {"convert": Outcome, "run": Outcome}}."""
-    refused = [e for e in (".tflite", ".mlmodel") if not r["convert"][e].ok and "is not fixed" in r["convert"][e].line]
+    refused = [e for e in (".tflite", ".mlmodel") if not r["convert"][e].ok and "not fixed" in r["convert"][e].line]
     if entry["format"] != "onnx" or not refused:
         return {}
     import numpy as np
@@ -425,7 +425,7 @@ def classify(step, line):
         target = m.group(1).split(": ")[-1]
         found = {(op, re.sub(r"\[[\d, ]+\]", "[…]", cond).strip()) for op, cond in clauses(m.group(2))}
         return [(step, f"{target} cannot express", f"{op}{': ' + cond if cond else ''}") for op, cond in sorted(found)]
-    if "is not fixed" in line:
+    if "not fixed" in line:
         target = re.search(r"; ([^;]*?) needs fixed shapes", line)
         return [(step, "free dimensions", f"{target.group(1) if target else '?'} needs fixed shapes beyond the batch axis")]
     generic = re.sub(r"\$\w+/\S+", "FILE", line)

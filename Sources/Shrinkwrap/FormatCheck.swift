@@ -22,9 +22,14 @@ extension ModelFormat {
         if needsFixedShapes {
             let constants = Set(graph.constants.map(\.name))
             for input in graph.inputs where !constants.contains(input.name) {
-                for (axis, d) in (input.shape ?? []).enumerated().dropFirst() where d.value == nil {
-                    out.append("input '\(input.name)': dimension \(axis) (\(d)) is not fixed; \(title) needs fixed shapes beyond the batch axis")
-                }
+                let shape = input.shape ?? []
+                let free = shape.indices.dropFirst().filter { shape[$0].value == nil }
+                guard !free.isEmpty else { continue }
+                let which = free.map { "\($0) (\(shape[$0]))" }.joined(separator: ", ")
+                let suggestion = shape.enumerated().map { axis, d in d.value.map(String.init) ?? (axis == 0 ? "1" : "<d\(axis)>") }
+                out.append("input '\(input.name)' \(input.shapeDescription): dimension\(free.count == 1 ? "" : "s") \(which) "
+                           + "\(free.count == 1 ? "is" : "are") not fixed; \(title) needs fixed shapes beyond the batch axis "
+                           + "(pin with --input-shape '\(input.name)=\(suggestion.joined(separator: ","))')")
             }
         }
         return out

@@ -81,6 +81,8 @@ struct Run: ParsableCommand {
     @OptionGroup(title: "Image and text inputs")
     var prep: PrepFlags
 
+    @OptionGroup var shapes: ShapeFlags
+
     @Option(name: .customLong("output-dir"), help: "Folder for the outputs (one NAME.npy each).")
     var outputDir: String?
 
@@ -91,7 +93,8 @@ struct Run: ParsableCommand {
     var top = 5
 
     func run() throws {
-        let graph = try Models.load(model)
+        var graph = try Models.load(model)
+        try shapes.apply(to: &graph)
         let options = try prep.options()
         let inputs: [String: Tensor]
         if let text {
@@ -154,11 +157,29 @@ struct Bench: ParsableCommand {
     @Flag(help: "Also print the time spent per op type.")
     var profile = false
 
+    @OptionGroup var shapes: ShapeFlags
+
     func run() throws {
-        let graph = try Models.load(model)
+        var graph = try Models.load(model)
+        try shapes.apply(to: &graph)
         let result = try Benchmark.run(graph, runs: runs, warmup: warmup, threads: threads, profile: profile)
         for line in result.profile?.lines ?? [] { print(line) }
         print(result.summary(model: model, json: json))
+    }
+}
+
+/// --input-shape, for every command that runs or writes a model.
+struct ShapeFlags: ParsableArguments {
+    @Option(name: .customLong("input-shape"), help: ArgumentHelp(
+        "Pin an input's dimensions: NAME=d0,d1,… (e.g. x=1,3,48,320); repeat for more inputs. Formats with fixed shapes (.tflite, .mlmodel) need it for free dims beyond the batch.",
+        valueName: "NAME=DIMS"))
+    var inputShapes: [String] = []
+
+    /// Pins the shapes (all problems listed at once) and says what changed.
+    func apply(to graph: inout Graph) throws {
+        guard !inputShapes.isEmpty else { return }
+        let pins = try inputShapes.map { try InputShapePin(parsing: $0) }
+        for line in try Models.pin(pins, in: &graph) { FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
     }
 }
 
@@ -221,6 +242,8 @@ struct Compress: ParsableCommand {
 
     @OptionGroup var compression: CompressionFlags
 
+    @OptionGroup var shapes: ShapeFlags
+
     @Option(name: .shortAndLong, help: "Write the compressed model here (.mlmodel, .tflite, .onnx).")
     var output: String?
 
@@ -231,6 +254,7 @@ struct Compress: ParsableCommand {
         let plan = try compression.settings.plan()  // option errors before the model is read
         if let output { try Models.checkWritable(output, inputs: [model]) }
         var graph = try Models.load(model)
+        try shapes.apply(to: &graph)
         if let output { try Models.checkStorable(graph, plan: plan, path: output) }  // every conflict, before compressing
         let log = try Models.compress(&graph, plan: plan, threads: compression.threads)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
@@ -261,6 +285,8 @@ struct Convert: ParsableCommand {
     var output: String
 
     @OptionGroup var compression: CompressionFlags
+
+    @OptionGroup var shapes: ShapeFlags
 
     @Option(name: .customLong("image-input"), help: "Make this input an image (raw pixels 0…255); repeat for several.")
     var imageInputs: [String] = []
@@ -338,6 +364,7 @@ struct Convert: ParsableCommand {
         if checks, !data.given { throw CLIError(description: "--report and the --min-* gates need --data (or --random N)") }
         if !checks, data.given { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
         var graph = try Models.load(model)
+        try shapes.apply(to: &graph)
         try Models.apply(opts, to: &graph)
         try Models.checkStorable(graph, plan: plan, path: output)  // every conflict, before compressing
         let original = graph

@@ -215,6 +215,8 @@ struct SweepCommand: ParsableCommand {
 
     @OptionGroup var data: DataFlags
 
+    @OptionGroup var shapes: ShapeFlags
+
     @Option(help: "Modes, comma-separated.")
     var modes = WeightCodecs.defaultSweepModes.joined(separator: ",")
 
@@ -255,7 +257,8 @@ struct SweepCommand: ParsableCommand {
     @OptionGroup var gates: GateFlags
 
     func run() throws {
-        let graph = try Models.load(model)
+        var graph = try Models.load(model)
+        try shapes.apply(to: &graph)
         let set = try data.load(graph: graph, quiet: quiet)
         var o = SweepOptions()
         o.modes = modes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -299,6 +302,8 @@ struct Compare: ParsableCommand {
 
     @OptionGroup var data: DataFlags
 
+    @OptionGroup var shapes: ShapeFlags
+
     @Option(help: "Class labels, one per line (default: the reference model's own).")
     var labels: String?
 
@@ -314,8 +319,9 @@ struct Compare: ParsableCommand {
     @OptionGroup var gates: GateFlags
 
     func run() throws {
-        let ref = try Models.load(reference)
-        let cand = try Models.load(candidate)
+        var ref = try Models.load(reference), cand = try Models.load(candidate)
+        try shapes.apply(to: &ref)
+        try shapes.apply(to: &cand)
         let set = try data.load(graph: ref, quiet: quiet)
         let name = URL(fileURLWithPath: candidate).lastPathComponent
         let report = try Sweep.comparison(reference: ref, at: reference, candidate: cand, at: candidate, data: set,
@@ -345,12 +351,15 @@ struct Prepare: ParsableCommand {
 
     @OptionGroup var data: DataFlags
 
+    @OptionGroup var shapes: ShapeFlags
+
     @Option(name: [.customShort("o"), .customLong("out-dir")], help: "Folder for the .npy files.")
     var outDir: String
 
     func run() throws {
         guard data.reports.isEmpty else { throw CLIError(description: "prepare writes no report; drop --report") }
-        let graph = try Models.load(model)
+        var graph = try Models.load(model)
+        try shapes.apply(to: &graph)
         let set = try data.load(graph: graph)
         let dir = URL(fileURLWithPath: outDir)
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

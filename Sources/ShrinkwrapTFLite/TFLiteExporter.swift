@@ -25,9 +25,11 @@ import ShrinkwrapIR
 public enum TFLiteExporter {
     public static let format = "TensorFlow Lite"
 
-    /// IR ops the exporter can write (some only for certain attributes or shapes).
+    /// IR ops the exporter can write (some only for certain attributes or
+    /// shapes): its writer table's, and those its lowering passes rewrite.
     public static var supportedOps: [String] {
-        Set(TFLiteExportOps.table.keys.map { $0.hasPrefix("NHWC.") ? String($0.dropFirst(5)) : $0 }).sorted()
+        Set(TFLiteExportOps.table.keys.map { $0.hasPrefix("NHWC.") ? String($0.dropFirst(5)) : $0 })
+            .union(TFLiteLowering.pipeline.loweredOps).sorted()
     }
 
     /// How compressed weights are stored in a written file (for the README's tables).

@@ -7,9 +7,11 @@ import ShrinkwrapIR
 /// without Transposes, an ONNX graph keeps one at each end of every NHWC region.
 enum TFLiteLowering {
     static let pipeline = LoweringPipeline([
-        // First, so that its Mul + Add move with the Transposes like any arithmetic
-        // (TFLite has no batch-normalization op).
+        // Decompositions first, so that the Mul / Add / Clip they make move with the
+        // Transposes like any arithmetic (TFLite has no batch-normalization or
+        // hard-sigmoid op).
         .decomposeBatchNorm,
+        .decomposeHardSigmoid,
         .wrapChannelsLast(ops: spatialOps, prefix: "NHWC."),
         .sinkTransposes,
         .removeDeadNodes,

@@ -90,4 +90,25 @@ final class LoweringPassTests: XCTestCase {
         XCTAssertEqual(OpTable["Concat"]?.layout, .concatenating)
         XCTAssertEqual(OpTable["Conv"]?.layout, .fixed)
     }
+
+    func testHardSigmoidBecomesMulAddClip() throws {
+        var src = Graph()
+        src.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(4)])]
+        src.outputs = [ValueInfo(name: "y", dtype: .float32, shape: [.fixed(1), .fixed(4)])]
+        src.nodes = [Node(name: "hs", opType: "HardSigmoid", inputs: ["x"], outputs: ["y"], attributes: ["alpha": .float(0.25)])]
+        var g = LoweringGraph(src)
+        try LoweringPass.decomposeHardSigmoid.run(&g)
+        XCTAssertEqual(g.nodes.map(\.opType), ["Mul", "Add", "Clip"])
+        let c = { (k: Int, i: Int) in g.constants[g.nodes[k].inputs[i]]?.decoded().floats }
+        XCTAssertEqual([c(0, 1), c(1, 1), c(2, 1), c(2, 2)], [[0.25], [0.5], [0], [1]])  // beta defaults to 0.5
+        XCTAssertEqual(g.nodes.last?.outputs, ["y"])
+        XCTAssertEqual(Set(g.nodes.map(\.name)).count, 3, "node names stay unique")
+        XCTAssertEqual(LoweringPass.decomposeHardSigmoid.lowers, ["HardSigmoid"])
+        // float16 keeps the op (the constants would be float32).
+        var half = src
+        half.inputs[0].dtype = .float16
+        var h = LoweringGraph(half)
+        try LoweringPass.decomposeHardSigmoid.run(&h)
+        XCTAssertEqual(h.nodes.map(\.opType), ["HardSigmoid"])
+    }
 }

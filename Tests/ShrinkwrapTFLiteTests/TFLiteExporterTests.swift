@@ -181,6 +181,23 @@ final class TFLiteExporterTests: XCTestCase {
         XCTAssertEqual(text, "TensorFlow Lite cannot express these ops (2): Einsum (node 'odd'), LRN (node 'lrn': size 4 (TFLite's window is symmetric: odd sizes only))")
     }
 
+    /// HardSigmoid (paddle2onnx's squeeze-excite gate) has no TFLite op: lowered to
+    /// MUL, ADD, MAXIMUM, MINIMUM, it computes the same on an NCHW image after a conv.
+    func testHardSigmoidIsLowered() throws {
+        var g = nchwGraph(weights: dense)
+        // Gate the conv sum "s" (NCHW) before the pools read it.
+        for k in g.nodes.indices { g.nodes[k].inputs = g.nodes[k].inputs.map { $0 == "s" ? "gated" : $0 } }
+        let at = try XCTUnwrap(g.nodes.firstIndex { $0.outputs == ["s"] }) + 1
+        g.nodes.insert(Node(name: "gate", opType: "HardSigmoid", inputs: ["s"], outputs: ["gated"],
+                            attributes: ["alpha": .float(1.0 / 6), "beta": .float(0.5)]), at: at)
+        XCTAssertTrue(TFLiteExporter.supportedOps.contains("HardSigmoid"))
+        XCTAssertTrue(TFLiteExporter.supportedOps.contains("BatchNormalization"))
+        let back = try TFLiteImporter.importModel(bytes: export(g), file: "hs.tflite")
+        XCTAssertFalse(back.nodes.contains { $0.opType == "HardSigmoid" })
+        let x = Tensor(randomFloats(4 * 9 * 9, seed: 5).map { $0 * 8 }, shape: [1, 4, 9, 9])
+        assertClose(try outputs(back, ["x": x]), try outputs(g, ["x": x]))
+    }
+
     /// ONNX LSTM (peepholes, biases, cell clip) → UNIDIRECTIONAL_SEQUENCE_LSTM → back: same sequence.
     func testLSTMRoundTrips() throws {
         let (seq, batch, input, hidden) = (5, 2, 3, 4)

@@ -3,7 +3,8 @@ extension LoweringPass {
     /// per-channel constants: for formats without the layer, and so that the
     /// layout passes move it like any element-wise op.
     public static let decomposeBatchNorm = LoweringPass(
-        "decompose-batchnorm", "BatchNormalization with constant parameters → Mul + Add by per-channel constants"
+        "decompose-batchnorm", "BatchNormalization with constant parameters → Mul + Add by per-channel constants",
+        lowers: ["BatchNormalization"]
     ) { g in
         var out: [Node] = []
         for n in g.nodes {

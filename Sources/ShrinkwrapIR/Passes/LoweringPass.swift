@@ -7,11 +7,17 @@ public struct LoweringPass: Sendable {
     public let name: String
     /// One line: what the pass does.
     public let summary: String
+    /// IR ops the pass rewrites into others (a format whose pipeline runs it
+    /// can write them although its writer table lacks them), when the pass's
+    /// conditions hold (constant parameters, float32 …).
+    public let lowers: [String]
     private let body: @Sendable (inout LoweringGraph) throws -> Void
 
-    public init(_ name: String, _ summary: String, _ body: @escaping @Sendable (inout LoweringGraph) throws -> Void) {
+    public init(_ name: String, _ summary: String, lowers: [String] = [],
+                _ body: @escaping @Sendable (inout LoweringGraph) throws -> Void) {
         self.name = name
         self.summary = summary
+        self.lowers = lowers
         self.body = body
     }
 
@@ -25,6 +31,9 @@ public struct LoweringPipeline: Sendable {
     public init(_ passes: [LoweringPass]) { self.passes = passes }
 
     public var names: [String] { passes.map(\.name) }
+
+    /// Every op some pass of the pipeline rewrites into others.
+    public var loweredOps: Set<String> { Set(passes.flatMap(\.lowers)) }
 
     public func run(_ g: inout LoweringGraph) throws {
         for p in passes { try p.run(&g) }
