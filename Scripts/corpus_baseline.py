@@ -87,23 +87,6 @@ TARGETS = (".onnx", ".tflite", ".mlmodel")
 # reference mode (runs inside the peer's venv)
 # --------------------------------------------------------------------------------------------
 
-def fix_shapes(model, out, shapes):
-    """Write `model` with the named inputs' shapes fixed (NAME=d,d,...) and the intermediate
-    value_info dropped (it may pin the old symbolic dims); the importer infers the rest."""
-    import onnx
-    m = onnx.load(model)
-    wanted = dict(item.rsplit("=", 1) for item in shapes)
-    for v in m.graph.input:
-        if v.name in wanted:
-            dims = [int(d) for d in wanted[v.name].split(",") if d]
-            shape = v.type.tensor_type.shape
-            del shape.dim[:]
-            for d in dims:
-                shape.dim.add().dim_value = d
-    del m.graph.value_info[:]
-    onnx.save(m, out)
-
-
 def reference(model, inputs, out):
     import numpy as np
     arrays = [np.load(p) for p in inputs]
@@ -355,21 +338,17 @@ def real_image_pass(entry, bin_, path, folder, timeout):
 
 def fixed_shape_pass(entry, r, bin_, path, folder, inputs, ref, ref_files, timeout):
     """For an ONNX model that .tflite / .mlmodel refused for its free dimensions: fix the input
-    shapes to those of the run's inputs (fix_shapes) and convert again, to see what else stands
+    shapes to those of the run's inputs (--input-shape) and convert again, to see what else stands
     in the way. {ext: {"convert": Outcome, "run": Outcome}}."""
     refused = [e for e in (".tflite", ".mlmodel") if not r["convert"][e].ok and "not fixed" in r["convert"][e].line]
     if entry["format"] != "onnx" or not refused:
         return {}
     import numpy as np
-    fixed = os.path.join(folder, "fixed.onnx")
-    shapes = [f"{name}=" + ",".join(str(d) for d in np.load(npy).shape) for name, npy in inputs]
-    outcome, _, _ = call([VENV_PY, os.path.abspath(__file__), "fix", path, fixed, *shapes], timeout)
-    if not outcome.ok:
-        return {e: {"convert": Outcome(False, f"fixing the shapes failed: {outcome.line}")} for e in refused}
+    pins = [arg for name, npy in inputs for arg in ("--input-shape", f"{name}=" + ",".join(str(d) for d in np.load(npy).shape))]
     out = {}
     for ext in refused:
         target = os.path.join(folder, "fixed" + ext)
-        conv, _, _ = call([bin_, "convert", fixed, "-o", target, "--threads", "1"], timeout)
+        conv, _, _ = call([bin_, "convert", path, "-o", target, "--threads", "1", *pins], timeout)
         out[ext] = {"convert": conv}
         if conv.ok:
             conv.detail = os.path.getsize(target)
@@ -496,7 +475,7 @@ def render(results, manifest, bin_, paths):
     if fixed:
         lines += ["", "## With the free input dimensions fixed", "",
                   "The models that .tflite / .mlmodel refused only for their free dimensions, with every input fixed "
-                  "to the SHAPES of the runs (the script's `fix` mode: onnx, the inputs' dims set, value_info dropped), converted again (what else "
+                  "to the SHAPES of the runs (`convert --input-shape NAME=d0,d1,…`), converted again (what else "
                   "stands in the way once shapes are known), and the result run by shrinkwrap against the reference.", "",
                   "| id | target | convert | run vs reference |", "|---|---|---|---|"]
         for mid, ext, v in fixed:
@@ -555,9 +534,6 @@ def render(results, manifest, bin_, paths):
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "fix":
-        fix_shapes(sys.argv[2], sys.argv[3], sys.argv[4:])
-        return 0
     if len(sys.argv) > 1 and sys.argv[1] == "reference":
         ap = argparse.ArgumentParser()
         ap.add_argument("mode")

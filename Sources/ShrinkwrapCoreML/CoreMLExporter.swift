@@ -22,8 +22,9 @@ import SwiftProtobuf
 public enum CoreMLExporter {
     public static let format = "Core ML NeuralNetwork"
 
-    /// IR ops the exporter can write (some only for certain attributes or shapes).
-    public static var supportedOps: [String] { CoreMLLayerWriters.table.keys.sorted() }
+    /// IR ops the exporter can write (some only for certain attributes or
+    /// shapes): its layer writers', and those its lowering passes rewrite.
+    public static var supportedOps: [String] { Set(CoreMLLayerWriters.table.keys).union(CoreMLLowering.pipeline.loweredOps).sorted() }
 
     /// How compressed weights are stored in a written file (for the README's tables).
     public static let weightStorage = "every mode and width, in Core ML's own WeightParams: float16, linear (a scale per tensor or output channel) and lookup tables (one per weight); per-block scales and grouped palettes are refused"
@@ -48,7 +49,8 @@ public enum CoreMLExporter {
     }
 
     /// The model message (for tests and `inspect`).
-    static func exportSpec(_ graph: Graph) throws -> CoreML_Specification_Model {
+    static func exportSpec(_ source: Graph) throws -> CoreML_Specification_Model {
+        let graph = try CoreMLLowering.pipeline.applied(to: source)
         if rank5Eligible(graph) {
             do {
                 return try build(graph, rank5: true)

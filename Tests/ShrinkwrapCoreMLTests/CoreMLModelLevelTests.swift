@@ -232,4 +232,23 @@ final class CoreMLModelLevelTests: XCTestCase {
         XCTAssertEqual(positions.count, 16)
         XCTAssertEqual(positions, positions.sorted(), "userDefined entries are not in key order")
     }
+
+    /// HardSwish has no NeuralNetwork layer: the exporter's lowering writes it as
+    /// x · HardSigmoid(x; 1/6, 0.5), which computes the same.
+    func testHardSwishIsLowered() throws {
+        var g = Graph()
+        g.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(2), .fixed(2), .fixed(3)])]
+        g.outputs = [ValueInfo(name: "y", dtype: .float32, shape: nil)]
+        g.nodes = [Node(name: "hs", opType: "HardSwish", inputs: ["x"], outputs: ["y"])]
+        XCTAssertTrue(CoreMLExporter.supportedOps.contains("HardSwish"))
+        let prepared = try ExportPreparation.prepare(g).graph
+        let bytes = try CoreMLExporter.export(prepared)
+        let back = try CoreMLImporter.importModel(data: bytes, file: "hs.mlmodel")
+        XCTAssertFalse(back.nodes.contains { $0.opType == "HardSwish" })
+        let x = Tensor((0..<12).map { Float($0) - 5.5 }, shape: [1, 2, 2, 3])
+        let want = try Interpreter(graph: g).run(["x": x])["y"]?.floats ?? []
+        let got = try Interpreter(graph: back).run(["x": x]).values.first?.floats ?? []
+        XCTAssertEqual(got.count, 12)
+        for (a, b) in zip(got, want) { XCTAssertEqual(a, b, accuracy: 1e-6) }
+    }
 }

@@ -111,4 +111,22 @@ final class LoweringPassTests: XCTestCase {
         try LoweringPass.decomposeHardSigmoid.run(&h)
         XCTAssertEqual(h.nodes.map(\.opType), ["HardSigmoid"])
     }
+
+    /// A pipeline applied to a Graph: the rewritten nodes, the new values
+    /// annotated; a graph the passes leave alone comes back as it was.
+    func testPipelineAppliedToAGraph() throws {
+        var src = Graph()
+        src.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(4)])]
+        src.outputs = [ValueInfo(name: "y", dtype: .float32, shape: [.fixed(1), .fixed(4)])]
+        src.nodes = [Node(name: "hs", opType: "HardSwish", inputs: ["x"], outputs: ["y"])]
+        let out = try LoweringPipeline([.decomposeHardSwish]).applied(to: src)
+        XCTAssertEqual(out.nodes.map(\.opType), ["HardSigmoid", "Mul"])
+        let gate = out.nodes[0].outputs[0]
+        XCTAssertEqual(out.valueInfo[gate]?.staticShape, [1, 4])
+        XCTAssertEqual(out.nodes[1].inputs, ["x", gate])
+        XCTAssertEqual(out.nodes[0].float("alpha", 0), 1.0 / 6)
+        var plain = src
+        plain.nodes[0].opType = "Relu"
+        XCTAssertEqual(try LoweringPipeline([.decomposeHardSwish]).applied(to: plain), plain)
+    }
 }

@@ -73,3 +73,26 @@ extension WeightEncoding {
         }
     }
 }
+
+extension LoweringPipeline {
+    /// Runs the passes on `graph` and returns it rewritten, for exporters that
+    /// write from a `Graph`: its nodes replaced, the constants the passes made
+    /// added, and every value they made annotated with its shape and type.
+    /// A graph the passes leave alone comes back unchanged.
+    public func applied(to graph: Graph) throws -> Graph {
+        var g = LoweringGraph(graph)
+        try run(&g)
+        let added = g.constants.keys.filter { !graph.isConstant($0) }.sorted()
+        guard g.nodes != graph.nodes || !added.isEmpty else { return graph }
+        var out = graph
+        out.nodes = g.nodes
+        for name in added { if let e = g.constants[name] { out.setConstant(Constant(name: name, encoding: e)) } }
+        let known = Set(graph.valueInfo.keys).union(graph.inputs.map(\.name)).union(graph.outputs.map(\.name))
+        for n in g.nodes {
+            for o in n.outputs where !o.isEmpty && !known.contains(o) {
+                out.valueInfo[o] = ValueInfo(name: o, dtype: g.dtypes[o], shape: g.shapes[o].map { $0.map { .fixed($0) } })
+            }
+        }
+        return out
+    }
+}
