@@ -54,8 +54,10 @@ public enum GEMM {
                     var scratch = [Float](repeating: 0, count: t.rows * t.cols)
                     scratch.withUnsafeMutableBufferPointer { sp in
                         guard let s = sp.baseAddress else { return }
+                        // Each element of C depends only on itself: the overlap (which the
+                        // previous tile may be writing on another thread) is neither read nor kept.
                         if beta != 0 {
-                            for i in 0..<t.rows { for j in 0..<t.cols { s[i * t.cols + j] = cTile[i * ldc + j] } }
+                            for i in t.skipRows..<t.rows { for j in t.skipCols..<t.cols { s[i * t.cols + j] = cTile[i * ldc + j] } }
                         }
                         call(s, t.cols)
                         for i in t.skipRows..<t.rows { for j in t.skipCols..<t.cols { cTile[i * ldc + j] = s[i * t.cols + j] } }
