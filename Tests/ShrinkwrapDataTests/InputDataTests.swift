@@ -1,6 +1,7 @@
 import Foundation
 @testable import ShrinkwrapData
 import ShrinkwrapIR
+import ShrinkwrapTestSupport
 import XCTest
 
 final class InputDataTests: XCTestCase {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import ShrinkwrapData
+import ShrinkwrapTestSupport
 import XCTest
 
 final class SHA256Tests: XCTestCase {

@@ -25,24 +25,9 @@ func runPython(_ script: String, in dir: URL) throws {
     try TestPython.run(script, in: dir, python: venvPython)
 }
 
-func makeTempDir() throws -> URL {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("shrinkwrap-inputdata-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    return dir
-}
+func makeTempDir() throws -> URL { try ShrinkwrapTestSupport.makeTempDir("inputdata") }
 
-/// The text of the error `body` throws ("no error" when it does not throw).
-func errorText(_ body: () throws -> Void) -> String {
-    do { try body(); return "no error" } catch { return "\(error)" }
-}
 
-/// The shared test SplitMix64 (same sequence as before), with a bounded draw for corrupting bytes.
-typealias TestRNG = SplitMix
-
-extension SplitMix {
-    init(state: UInt64) { self.init(seed: state) }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
 
 /// Builds small stored ZIP archives by hand, optionally with ZIP64 records.
 func makeZip(_ members: [(name: String, data: [UInt8])], zip64: Bool = false, comment: [UInt8] = []) -> [UInt8] {

@@ -26,13 +26,7 @@ final class NNKernelTests: XCTestCase {
 
     func assertClose(_ got: Tensor, _ want: [Float], shape: [Int], tol: Float = 1e-5,
                      file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(got.shape, shape, "shape", file: file, line: line)
-        guard let g = got.floats else { XCTFail("not float: \(got.dtype)", file: file, line: line); return }
-        XCTAssertEqual(g.count, want.count, "count", file: file, line: line)
-        for (i, (a, b)) in zip(g, want).enumerated() where !(abs(a - b) <= tol * max(1, abs(b))) {
-            XCTFail("element \(i): got \(a), expected \(b) (all: \(g))", file: file, line: line)
-            return
-        }
+        assertTensorClose(got, want, shape: shape, tol: tol, file: file, line: line)
     }
 
     func assertThrows(_ body: @autoclosure () throws -> Any, file: StaticString = #filePath, line: UInt = #line) {

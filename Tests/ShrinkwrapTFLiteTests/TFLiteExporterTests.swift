@@ -8,10 +8,6 @@ import XCTest
 /// Export → import → run: the exported file must compute what the graph did
 /// (tf.lite.Interpreter on the same files: `make crosscheck-tflite-export`).
 final class TFLiteExporterTests: XCTestCase {
-    func errorText(_ body: () throws -> Void) -> String {
-        do { try body(); return "no error" } catch { return "\(error)" }
-    }
-
     func randomFloats(_ n: Int, seed: UInt64) -> [Float] {
         var rng = SplitMix(seed: seed)
         return (0..<n).map { _ in Float(Double(rng.next() % 2001) / 1000 - 1) }

@@ -6,9 +6,6 @@ import ShrinkwrapTestSupport
 @testable import ShrinkwrapTFLite
 import XCTest
 
-private func errorText(_ body: () throws -> Void) -> String {
-    do { try body(); return "no error" } catch { return "\(error)" }
-}
 
 final class TFLiteImporterTests: XCTestCase {
     /// x [1, 2, 2, 3] → CONV_2D (1×1, 2 filters, bias, fused RELU) → ADD constant → y.

@@ -7,9 +7,6 @@ import ShrinkwrapTestSupport
 import XCTest
 import ZipArchive
 
-private func errorText(_ body: () throws -> Void) -> String {
-    do { try body(); return "no error" } catch { return "\(error)" }
-}
 
 /// The tflite-support fixtures (`make testdata`: Scripts/make_tflite_metadata_fixtures.py).
 let metadataFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -9,9 +9,6 @@ import ShrinkwrapTFLite
 import XCTest
 import ZipArchive
 
-private func errorText(_ body: () throws -> Void) -> String {
-    do { try body(); return "no error" } catch { return "\(error)" }
-}
 
 /// The tflite-support fixtures and the ML Kit bundle (`make testdata`: Scripts/make_tflite_metadata_fixtures.py).
 private let metadataFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -58,11 +55,7 @@ private func reluModel(classes n: Int32, metadata: Metadata? = nil) throws -> [U
     return flatbuffer + (try encoded?.appendedZip(modelSize: flatbuffer.count) ?? [])
 }
 
-private func makeTempDir() throws -> URL {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("shrinkwrap-bundle-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    return dir
-}
+private func makeTempDir() throws -> URL { try ShrinkwrapTestSupport.makeTempDir("bundle") }
 
 private func write(_ text: String, _ url: URL) throws { try Data(text.utf8).write(to: url) }
 
