@@ -1,4 +1,5 @@
 import Foundation
+import ShrinkwrapData
 import ShrinkwrapIR
 import ShrinkwrapRuntime
 
@@ -65,43 +66,76 @@ public enum Benchmark {
         /// With `profile`: one more, observed, run.
         public var profile: Profile?
 
-        public init(times: [Double], statistics: Statistics, threads: Int, gemm: String, profile: Profile?) {
+        /// What the runs ran on: "random inputs (seed 1)", or the data's description.
+        public var inputs: String
+
+        public init(times: [Double], statistics: Statistics, threads: Int, gemm: String, profile: Profile?, inputs: String) {
             self.times = times
             self.statistics = statistics
             self.threads = threads
             self.gemm = gemm
             self.profile = profile
+            self.inputs = inputs
         }
 
         /// The summary line: `{"model": …, "median_ms": …}` with `json`, else
-        /// "MODEL: 20 runs, 2 threads, GEMM …: median 1.23 ms, mean 1.25 ms, min 1.20 ms".
+        /// "MODEL: 20 runs, 2 threads, GEMM …: median 1.23 ms, mean 1.25 ms, min 1.20 ms (on INPUTS)".
         public func summary(model: String, json: Bool) -> String {
             let s = statistics
             if json {
-                return String(format: "{\"model\": \"%@\", \"runs\": %d, \"threads\": %d, \"median_ms\": %.3f, \"mean_ms\": %.3f, \"min_ms\": %.3f, \"gemm\": \"%@\"}",
-                              model, s.runs, threads, s.median, s.mean, s.min, gemm)
+                return String(format: "{\"model\": %@, \"runs\": %d, \"threads\": %d, \"median_ms\": %.3f, \"mean_ms\": %.3f, \"min_ms\": %.3f, \"gemm\": %@, \"inputs\": %@}",
+                              Self.jsonString(model), s.runs, threads, s.median, s.mean, s.min, Self.jsonString(gemm), Self.jsonString(inputs))
             }
-            return String(format: "%@: %d runs, %d threads, GEMM %@: median %.2f ms, mean %.2f ms, min %.2f ms",
-                          model, s.runs, threads, gemm, s.median, s.mean, s.min)
+            return String(format: "%@: %d runs, %d threads, GEMM %@: median %.2f ms, mean %.2f ms, min %.2f ms (on %@)",
+                          model, s.runs, threads, gemm, s.median, s.mean, s.min, inputs)
+        }
+
+        /// `text` as a JSON string literal.
+        static func jsonString(_ text: String) -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .withoutEscapingSlashes
+            guard let data = try? encoder.encode(text), let quoted = String(data: data, encoding: .utf8) else { return "\"\"" }
+            return quoted
         }
     }
 
-    /// Times `graph` on seeded random inputs (`ModelRunner.syntheticInputs`,
-    /// seed 1): `warmup` untimed runs (none when negative), then `runs` timed
+    /// Times `graph` on `samples` (nil: seeded random inputs, `ModelRunner.syntheticInputs`,
+    /// seed 1): `warmup` untimed runs (at least one: it also checks that the inputs fit), then `runs` timed
     /// ones (at least 1), then, with `profile`, one run timed node by node.
-    public static func run(_ graph: Graph, runs: Int, warmup: Int, threads: Int?, profile: Bool) throws -> Result {
-        let inputs = try ModelRunner.syntheticInputs(graph: graph, seed: 1)
+    /// Run k (warm-up and timed alike) takes sample k mod the sample count, so
+    /// every sample is timed as often as `runs` allows; the profile runs the first.
+    public static func run(_ graph: Graph, samples given: InputSet? = nil, runs: Int, warmup: Int, threads: Int?,
+                           profile: Bool) throws -> Result {
+        let samples = try given?.samples ?? [ModelRunner.syntheticInputs(graph: graph, seed: 1)]
+        guard let first = samples.first else { throw ModelRunner.RunError(description: "bench: the data hold no samples") }
         let interpreter = try Interpreter(graph: graph, options: .init(threads: threads))
-        for _ in 0..<max(0, warmup) { _ = try interpreter.run(inputs) }
+        do {
+            _ = try interpreter.run(first)
+        } catch let error as UserFacingError where given == nil {
+            throw ModelRunner.RunError(description: error.description + freeDimensionHint(graph))
+        }
+        for k in 1..<max(1, warmup) { _ = try interpreter.run(samples[k % samples.count]) }
         var times: [Double] = []
-        for _ in 0..<max(1, runs) {
+        for k in 0..<max(1, runs) {
+            let sample = samples[k % samples.count]
             let t0 = DispatchTime.now().uptimeNanoseconds
-            _ = try interpreter.run(inputs)
+            _ = try interpreter.run(sample)
             times.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
         }
-        let observed = profile ? try self.profile(interpreter, inputs: inputs) : nil
+        let observed = profile ? try self.profile(interpreter, inputs: first) : nil
         guard let statistics = Statistics(milliseconds: times) else { throw ModelRunner.RunError(description: "bench: no timed runs") }
-        return Result(times: times, statistics: statistics, threads: interpreter.options.threads, gemm: GEMM.backendName, profile: observed)
+        return Result(times: times, statistics: statistics, threads: interpreter.options.threads, gemm: GEMM.backendName, profile: observed,
+                      inputs: given?.description ?? "random inputs (seed 1)")
+    }
+
+    /// For a random-input run that failed: which free dims were set to 1, and what to do instead.
+    static func freeDimensionHint(_ graph: Graph) -> String {
+        let free = graph.runtimeInputs.compactMap { i -> String? in
+            let dims = (i.shape ?? []).enumerated().filter { $0.element.value == nil }.map { String($0.offset) }
+            return dims.isEmpty ? nil : "\(i.name)[\(dims.joined(separator: ","))]"
+        }
+        guard !free.isEmpty else { return "" }
+        return " (the random inputs set the free dims \(free.joined(separator: ", ")) to 1: pin them with --input-shape, or time real inputs with --data)"
     }
 
     /// One run of `interpreter`, timed node by node.

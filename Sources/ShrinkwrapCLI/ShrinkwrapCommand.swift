@@ -137,7 +137,7 @@ struct Support: ParsableCommand {
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Time inference: ms per run on seeded random inputs (dims that are not fixed become 1).")
+        abstract: "Time inference: ms per run on your inputs (--input, --data), else on seeded random ones (dims that are not fixed become 1 unless --input-shape pins them).")
 
     @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
@@ -157,12 +157,32 @@ struct Bench: ParsableCommand {
     @Flag(help: "Also print the time spent per op type.")
     var profile = false
 
+    @Option(name: .shortAndLong, help: "Time this input: NAME=FILE (or just FILE for a single-input model), .npy or a PNG / JPEG image. Repeat for more inputs.")
+    var input: [String] = []
+
+    @Option(help: "Time these inputs (as compare's --data: folders or files, NAME=PATH for multi-input models); the runs take the samples in turn.")
+    var data: [String] = []
+
+    @OptionGroup(title: "Image and text inputs")
+    var prep: PrepFlags
+
     @OptionGroup var shapes: ShapeFlags
 
     func run() throws {
         var graph = try Models.load(model)
         try shapes.apply(to: &graph)
-        let result = try Benchmark.run(graph, runs: runs, warmup: warmup, threads: threads, profile: profile)
+        let options = try prep.options()
+        var samples: InputSet?
+        if !input.isEmpty {
+            guard data.isEmpty else { throw CLIError(description: "give --input or --data, not both") }
+            let one = try ModelRunner.loadInputs(input, graph: graph, options: options)
+            samples = InputSet(samples: [one], sources: [input.joined(separator: ", ")], description: input.joined(separator: ", "), random: false)
+        } else if !data.isEmpty {
+            samples = try InputData.load(data, graph: graph, options: options)
+        } else if prep.any {
+            throw CLIError(description: "image and text options apply to --input / --data files")
+        }
+        let result = try Benchmark.run(graph, samples: samples, runs: runs, warmup: warmup, threads: threads, profile: profile)
         for line in result.profile?.lines ?? [] { print(line) }
         print(result.summary(model: model, json: json))
     }

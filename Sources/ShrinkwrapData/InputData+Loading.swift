@@ -96,19 +96,30 @@ extension InputData {
             }
             columns.append((i.name, parts, "\(i.name)=\(summary(ex, samples: parts.count))"))
         }
-        guard let n = columns.first?.parts.count else { throw Error("no input data given") }
-        if let odd = columns.first(where: { $0.parts.count != n }), let first = columns.first {
-            throw Error("input data do not pair up: \(first.name) has \(n) sample\(n == 1 ? "" : "s") but \(odd.name) has \(odd.parts.count)")
+        guard !columns.isEmpty else { throw Error("no input data given") }
+        // An input given one sample (an initial state, a mask, a fixed parameter) goes with every
+        // sample of the others; all other inputs must have the same count.
+        let counts = Set(columns.map(\.parts.count)).subtracting([1])
+        if counts.count > 1 {
+            let listed = columns.map { "\($0.name) has \($0.parts.count)" }.joined(separator: ", ")
+            throw Error("input data do not pair up: \(listed) samples (inputs given one sample are used with every sample; the others need equal counts)")
         }
+        let n = counts.first ?? 1
         var samples: [[String: Tensor]] = []
         var sources: [String] = []
         for k in 0..<n {
             var s: [String: Tensor] = [:]
-            for c in columns { s[c.name] = c.parts[k].tensor }
+            var from: [String] = []
+            for c in columns {
+                guard let part = c.parts.count == 1 ? c.parts.first : c.parts[k] else { throw Error("input '\(c.name)' has no samples") }
+                s[c.name] = part.tensor
+                from.append("\(c.name): \(part.source)")
+            }
             samples.append(s)
-            sources.append(columns.map { "\($0.name): \($0.parts[k].source)" }.joined(separator: ", "))
+            sources.append(from.joined(separator: ", "))
         }
-        let description = "\(n) sample\(n == 1 ? "" : "s"): " + columns.map(\.summary).joined(separator: ", ")
+        let summaries = columns.map { n > 1 && $0.parts.count == 1 ? $0.summary + " (with every sample)" : $0.summary }
+        let description = "\(n) sample\(n == 1 ? "" : "s"): " + summaries.joined(separator: ", ")
         return InputSet(samples: samples, sources: sources, description: description, random: false)
     }
 

@@ -198,7 +198,7 @@ final class InputDataTests: XCTestCase {
         // Counts that do not pair up.
         try save(Tensor(ints: [9, 0, 0], shape: [3]), "tok/t3.npy")
         let odd = errorText { _ = try InputData.load(["image=" + path("img"), "ids=" + path("tok")], graph: g) }
-        XCTAssertTrue(odd.contains("input data do not pair up: image has 3 samples but ids has 4"), odd)
+        XCTAssertTrue(odd.contains("input data do not pair up: image has 3, ids has 4 samples"), odd)
         // Missing, doubled and mixed specs.
         let missing = errorText { _ = try InputData.load(["image=" + path("img")], graph: g) }
         XCTAssertTrue(missing.contains("no data for input 'ids' (int64 [3]); give ids=PATH"), missing)
@@ -208,6 +208,34 @@ final class InputDataTests: XCTestCase {
         XCTAssertTrue(mixed.contains("mixing NAME=PATH and plain paths"), mixed)
         let unknown = errorText { _ = try InputData.load(["imgae=" + path("img")], graph: g) }
         XCTAssertTrue(unknown.contains("the model has no input 'imgae' (its inputs: image, ids)"), unknown)
+    }
+
+    func testOneSampleGoesWithEverySample() throws {
+        // A recurrent model: frames vary, the initial state is given once.
+        let g = graph(ValueInfo(name: "frames", dtype: .float32, shape: [.symbolic("n"), .fixed(2)]),
+                      ValueInfo(name: "h", dtype: .float32, shape: [.fixed(1), .fixed(3)]),
+                      ValueInfo(name: "c", dtype: .float32, shape: [.fixed(1), .fixed(3)]))
+        for i in 0..<4 { try save(Tensor([Float(i), -Float(i)], shape: [1, 2]), "frames/\(i).npy") }
+        try save(Tensor([1, 2, 3], shape: [1, 3]), "h.npy")
+        try save(Tensor([4, 5, 6], shape: [1, 3]), "c0/c.npy")
+        let set = try InputData.load(["frames=" + path("frames"), "h=" + path("h.npy"), "c=" + path("c0")], graph: g)
+        XCTAssertEqual(set.samples.count, 4)
+        for k in 0..<4 {
+            XCTAssertEqual(set.samples[k]["frames"]?.floats, [Float(k), -Float(k)])
+            XCTAssertEqual(set.samples[k]["h"]?.floats, [1, 2, 3])
+            XCTAssertEqual(set.samples[k]["c"]?.floats, [4, 5, 6])
+        }
+        XCTAssertEqual(set.sources[2], "frames: \(path("frames"))/2.npy, h: \(path("h.npy")), c: \(path("c0"))/c.npy")
+        XCTAssertTrue(set.description.hasPrefix("4 samples: frames=4 .npy files in"), set.description)
+        XCTAssertTrue(set.description.contains("h=\(path("h.npy")) (with every sample)"), set.description)
+        // Two inputs with several samples still have to agree.
+        for i in 0..<3 { try save(Tensor([Float(i), 0, 0], shape: [1, 3]), "hs/\(i).npy") }
+        let odd = errorText { _ = try InputData.load(["frames=" + path("frames"), "h=" + path("hs"), "c=" + path("c0")], graph: g) }
+        XCTAssertTrue(odd.contains("input data do not pair up: frames has 4, h has 3, c has 1 samples"), odd)
+        // Every input given once: one sample.
+        let single = try InputData.load(["frames=" + path("frames/0.npy"), "h=" + path("h.npy"), "c=" + path("c0")], graph: g)
+        XCTAssertEqual(single.samples.count, 1)
+        XCTAssertEqual(single.description.hasPrefix("1 sample: "), true, single.description)
     }
 
     func testInputNamesWithEqualsSigns() throws {

@@ -23,11 +23,12 @@ final class BenchTests: XCTestCase {
 
     func testSummaryLines() throws {
         let stats = try XCTUnwrap(Benchmark.Statistics(milliseconds: [2, 1.5, 1.25, 3]))
-        let result = Benchmark.Result(times: [2, 1.5, 1.25, 3], statistics: stats, threads: 2, gemm: "OpenBLAS", profile: nil)
+        let result = Benchmark.Result(times: [2, 1.5, 1.25, 3], statistics: stats, threads: 2, gemm: "OpenBLAS", profile: nil,
+                                      inputs: "3 .npy files in \"d\"/")
         XCTAssertEqual(result.summary(model: "m.onnx", json: false),
-                       "m.onnx: 4 runs, 2 threads, GEMM OpenBLAS: median 2.00 ms, mean 1.94 ms, min 1.25 ms")
+                       #"m.onnx: 4 runs, 2 threads, GEMM OpenBLAS: median 2.00 ms, mean 1.94 ms, min 1.25 ms (on 3 .npy files in "d"/)"#)
         XCTAssertEqual(result.summary(model: "m.onnx", json: true),
-                       #"{"model": "m.onnx", "runs": 4, "threads": 2, "median_ms": 2.000, "mean_ms": 1.938, "min_ms": 1.250, "gemm": "OpenBLAS"}"#)
+                       #"{"model": "m.onnx", "runs": 4, "threads": 2, "median_ms": 2.000, "mean_ms": 1.938, "min_ms": 1.250, "gemm": "OpenBLAS", "inputs": "3 .npy files in \"d\"/"}"#)
     }
 
     func testProfileLines() {
