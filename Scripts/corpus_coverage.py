@@ -1,0 +1,446 @@
+#!/usr/bin/env python3
+"""docs/coverage.md: what every corpus model does in shrinkwrap, on its real inputs.
+
+For each model of Tests/corpus/manifest.json (make corpus) and its real inputs (make corpus-inputs:
+$SHRINKWRAP_CORPUS/data/<id>/index.json and one folder of .npy files per input):
+  1. import: `shrinkwrap inspect`
+  2. source: `shrinkwrap run` on every sample against the peer runtime on the same tensors
+     (onnxruntime for .onnx; tf.lite.Interpreter for .tflite, with its default XNNPACK kernels and
+     with its reference kernels, see TOLERANCES)
+  3. for .onnx, .tflite and .mlmodel: `shrinkwrap convert` (the free input dims pinned to the data's
+     shapes with --input-shape for the fixed-shape formats), then the converted file in our
+     interpreter against our run of the source, and in the peer runtime against the peer's run of
+     the source (onnxruntime / tf.lite.Interpreter; for .mlmodel coremltools loads the spec and
+     builds the model object: Core ML itself cannot predict on Linux).
+A model without real inputs in the cache runs on seeded random ones, and the table says so.
+A process killed by a signal is a CRASH.
+
+  python3 Scripts/corpus_coverage.py --shrinkwrap BIN [--only ID ...] [--samples N] [--out docs/coverage.md]
+  python3 Scripts/corpus_coverage.py --shrinkwrap BIN --quick     (the slice `make test` runs; exit 1 on a miss)
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402
+import corpus_baseline as baseline  # noqa: E402
+
+ROOT = corpus.ROOT
+TARGETS = (".onnx", ".tflite", ".mlmodel")
+# Relative difference = max |a - b| / max |reference| of one output, worst over outputs and samples.
+SOURCE_TOLERANCE = 1e-4      # our interpreter vs the peer runtime on the source file (float32 models)
+CONVERTED_TOLERANCE = 1e-3   # a converted file vs the source, in the same runtime
+# The quick slice of `make test`: small models, every output format, real inputs when cached.
+QUICK = ["silero-vad-v6", "mp-iris-landmark", "ppocr-v2-cls"]
+TOLERANCES = (
+    "Relative difference = max |a − b| / max |reference| per output, the worst over outputs and samples. "
+    f"The source in our interpreter must be within {SOURCE_TOLERANCE:g} of the peer runtime; a TFLite source is run "
+    "by tf.lite.Interpreter twice, with its default XNNPACK kernels and with its reference kernels "
+    "(`BUILTIN_REF`), and where those two differ by more than that on an output (ill-conditioned outputs: "
+    "mp-pose-landmark-full's segmentation logits differ by 4e-4 between TFLite's own kernels), ours must lie "
+    f"within that spread of the reference kernels. A converted file must be within {CONVERTED_TOLERANCE:g} of the source "
+    "in the same runtime.")
+
+
+# --------------------------------------------------------------------------------------------
+# peer mode (runs inside the peer's venv): every sample in one process
+# --------------------------------------------------------------------------------------------
+
+def peer(model, samples_json, out, both_kernels):
+    """Runs `model` on every sample of samples_json ([[name, path], …] per sample) and writes
+    out/<k>/out_<i>.npy (and out/<k>/ref_<i>.npy with TFLite's reference kernels)."""
+    import numpy as np
+    samples = json.load(open(samples_json))
+    if model.endswith(".onnx"):
+        import onnxruntime as ort
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        s = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        names = [i.name for i in s.get_inputs()]
+        for k, sample in enumerate(samples):
+            given = {n: np.load(p) for n, p in sample}
+            feed = {n: given[n] for n in names if n in given} if set(names) <= set(given) else \
+                {n: np.load(p) for n, (_, p) in zip(names, sample)}
+            write(out, k, "out", s.run(None, feed))
+        return
+    import tensorflow as tf
+    kinds = [("out", {})]
+    if both_kernels:
+        kinds.append(("ref", {"experimental_op_resolver_type": tf.lite.experimental.OpResolverType.BUILTIN_REF}))
+    for prefix, kw in kinds:
+        it = tf.lite.Interpreter(model_path=model, num_threads=1, **kw)
+        details = it.get_input_details()
+        by_name = {d["name"]: d for d in details}
+        for k, sample in enumerate(samples):
+            arrays = [(by_name.get(n) or details[j], np.load(p)) for j, (n, p) in enumerate(sample)]
+            for d, a in arrays:
+                if list(d["shape"]) != list(a.shape):
+                    it.resize_tensor_input(d["index"], list(a.shape))
+            it.allocate_tensors()
+            for d, a in arrays:
+                it.set_tensor(d["index"], a)
+            it.invoke()
+            write(out, k, prefix, [it.get_tensor(d["index"]) for d in it.get_output_details()])
+
+
+def write(out, k, prefix, results):
+    import numpy as np
+    folder = os.path.join(out, str(k))
+    os.makedirs(folder, exist_ok=True)
+    for i, r in enumerate(results):
+        np.save(os.path.join(folder, f"{prefix}_{i}.npy"), r)
+
+
+def coreml_load(model):
+    """Core ML's own checks on Linux: the spec parses and coremltools builds the model object."""
+    import coremltools as ct
+    spec = ct.utils.load_spec(model)
+    ct.models.MLModel(spec, skip_model_load=True)
+    print(f"spec version {spec.specificationVersion}, {len(spec.description.input)} inputs, {len(spec.description.output)} outputs")
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+# --------------------------------------------------------------------------------------------
+
+def real_inputs(entry, limit):
+    """(samples, pins, description) from the cache's data/<id>/, or None without real inputs.
+    samples: [[(input name, .npy path)]]; a single file of an input goes with every sample."""
+    folder = os.path.join(corpus.cache_dir(), "data", entry["id"])
+    index = os.path.join(folder, "index.json")
+    if not os.path.exists(index):
+        return None
+    info = json.load(open(index))
+    columns = {}
+    for io in entry["inputs"]:
+        d = os.path.join(folder, io["name"])
+        files = sorted(f for f in os.listdir(d) if f.endswith(".npy")) if os.path.isdir(d) else []
+        if not files:
+            return None
+        columns[io["name"]] = [os.path.join(d, f) for f in files]
+    n = max(len(v) for v in columns.values())
+    samples = [[(name, files[k] if len(files) > 1 else files[0]) for name, files in columns.items()] for k in range(min(n, limit))]
+    pins = {name: dims for name, dims in (info.get("input_shapes") or {}).items()}
+    return samples, pins, f"{n} real sample{'s' if n != 1 else ''}" + (f" (first {limit})" if n > limit else "")
+
+
+def random_inputs(entry, folder):
+    import numpy as np
+    paths = baseline.make_inputs(entry, folder)
+    pins = {name: list(np.load(p).shape) for name, p in paths}
+    return [paths], pins, "RANDOM inputs (no real inputs cached: make corpus-inputs)"
+
+
+# --------------------------------------------------------------------------------------------
+# running
+# --------------------------------------------------------------------------------------------
+
+def ours(bin_, model, samples, folder, timeout):
+    """(Outcome, [[output file per output] per sample]) of `shrinkwrap run` on every sample."""
+    files = []
+    total = 0.0
+    for k, sample in enumerate(samples):
+        out = os.path.join(folder, str(k))
+        os.makedirs(out, exist_ok=True)
+        outcome, written = baseline.shrinkwrap_run(bin_, model, sample, out, timeout)
+        total += outcome.seconds
+        if not outcome.ok:
+            outcome.line = f"sample {k}: {outcome.line}"
+            return outcome, []
+        files.append(written)
+    return baseline.Outcome(True, "ok", seconds=total), files
+
+
+def peer_run(model, samples, folder, timeout, both_kernels=False):
+    """(Outcome, per sample [out files], per sample [reference-kernel files] or None)."""
+    os.makedirs(folder, exist_ok=True)
+    listing = os.path.join(folder, "samples.json")
+    json.dump([[[n, p] for n, p in s] for s in samples], open(listing, "w"))
+    python = baseline.VENV_PY if model.endswith(".onnx") else baseline.VENV_TF_PY
+    cmd = [python, os.path.abspath(__file__), "peer", model, listing, "--out", folder] + (["--both-kernels"] if both_kernels else [])
+    outcome, _, stderr = baseline.call(cmd, timeout)
+    if not outcome.ok:
+        lines = [l for l in stderr.strip().splitlines() if l.strip() and "Warning" not in l]
+        outcome.line = (lines[-1] if lines else outcome.line)[:300]
+        return outcome, [], None
+
+    def listed(k, prefix):
+        d = os.path.join(folder, str(k))
+        names = sorted((f for f in os.listdir(d) if f.startswith(prefix + "_")), key=lambda f: int(f[len(prefix) + 1:-4]))
+        return [os.path.join(d, f) for f in names]
+    outs = [listed(k, "out") for k in range(len(samples))]
+    refs = [listed(k, "ref") for k in range(len(samples))] if both_kernels else None
+    return outcome, outs, refs
+
+
+def worst(refs, gots):
+    """The worst (abs, rel, output) of baseline.diff over the samples, or the first reason they
+    cannot be compared."""
+    result = (0.0, 0.0, 0)
+    for k, (r, g) in enumerate(zip(refs, gots)):
+        d = baseline.diff(r, g)
+        if isinstance(d, str):
+            return f"sample {k}: {d}"
+        result = (max(result[0], d[0]), max(result[1], d[1]), d[2] if d[1] > result[1] else result[2])
+    return result
+
+
+def spread(outs, refs):
+    """Per output: the worst relative difference between TFLite's XNNPACK and reference kernels."""
+    import numpy as np
+    per = {}
+    for o_files, r_files in zip(outs, refs):
+        for i, (o, r) in enumerate(zip(o_files, r_files)):
+            a, b = np.load(r).astype(np.float64), np.load(o).astype(np.float64)
+            scale = float(np.abs(a).max()) if a.size else 0.0
+            if scale >= 1e-6:
+                per[i] = max(per.get(i, 0.0), float(np.abs(a - b).max()) / scale)
+    return per
+
+
+def source_check(ours_files, outs, refs):
+    """(passed, text) of our run of the source against the peer's."""
+    d = worst(outs, ours_files)
+    if isinstance(d, str):
+        return False, d
+    if d[1] <= SOURCE_TOLERANCE:
+        return True, f"rel {d[1]:.1e}"
+    if refs is None:
+        return False, f"rel {d[1]:.1e} > {SOURCE_TOLERANCE:g} (output {d[2]})"
+    # TFLite: ours against the reference kernels, within the spread of TFLite's own kernels.
+    limits = spread(outs, refs)
+    against_ref = worst(refs, ours_files)
+    if isinstance(against_ref, str):
+        return False, against_ref
+    import numpy as np
+    ok = True
+    for o_files, r_files in zip(ours_files, refs):
+        for i, (o, r) in enumerate(zip(o_files, r_files)):
+            a, b = np.load(r).astype(np.float64), np.load(o).astype(np.float64).reshape(np.load(r).shape)
+            scale = float(np.abs(a).max()) if a.size else 0.0
+            if scale >= 1e-6 and float(np.abs(a - b).max()) / scale > max(SOURCE_TOLERANCE, limits.get(i, 0.0)):
+                ok = False
+    text = f"rel {d[1]:.1e} vs XNNPACK, {against_ref[1]:.1e} vs reference kernels (which differ by {max(limits.values(), default=0):.1e})"
+    return ok, text
+
+
+def convert_check(entry, bin_, path, samples, pins, folder, ext, ours_src, peer_src, timeout):
+    """{convert, ours, peer} Outcomes for one target format."""
+    target = os.path.join(folder, "converted" + ext)
+    cmd = [bin_, "convert", path, "-o", target, "--threads", "1"]
+    if ext != ".onnx":
+        for name, dims in pins.items():
+            cmd += ["--input-shape", f"{name}=" + ",".join(str(d) for d in dims)]
+    if os.path.exists(target):
+        os.remove(target)
+    conv, _, _ = baseline.call(cmd, timeout)
+    r = {"convert": conv}
+    if not conv.ok:
+        return r
+    conv.detail = os.path.getsize(target)
+    run, files = ours(bin_, target, samples, os.path.join(folder, "ours" + ext.replace(".", "-")), timeout)
+    if run.ok and ours_src:
+        d = worst(ours_src, files)
+        run.ok = not isinstance(d, str) and d[1] <= CONVERTED_TOLERANCE
+        run.line = d if isinstance(d, str) else f"rel {d[1]:.1e}"
+    r["ours"] = run
+    if ext == ".mlmodel":
+        load, stdout, stderr = baseline.call([baseline.VENV_PY, os.path.abspath(__file__), "coreml-load", target], timeout)
+        load.line = stdout.strip().splitlines()[-1] if load.ok and stdout.strip() else load.line
+        r["peer"] = load
+    elif peer_src:
+        p, outs, _ = peer_run(target, samples, os.path.join(folder, "peer" + ext.replace(".", "-")), timeout)
+        if p.ok:
+            d = worst(peer_src, outs)
+            p.ok = not isinstance(d, str) and d[1] <= CONVERTED_TOLERANCE
+            p.line = d if isinstance(d, str) else f"rel {d[1]:.1e}"
+        r["peer"] = p
+    return r
+
+
+def cover(entry, bin_, work, limit, timeout):
+    path = corpus.model_path(entry)
+    folder = os.path.join(work, entry["id"])
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    r = {"id": entry["id"], "format": entry["format"], "targets": {}}
+    r["import"], _, _ = baseline.call([bin_, "inspect", path], 120)
+    found = real_inputs(entry, limit)
+    samples, pins, r["inputs"] = found if found else random_inputs(entry, folder)
+    r["real"] = found is not None
+    if not r["import"].ok:
+        return r
+    run, ours_src = ours(bin_, path, samples, os.path.join(folder, "ours-source"), timeout)
+    r["run"] = run
+    peer_src = None
+    if entry["format"] in ("onnx", "tflite"):
+        p, peer_src, refs = peer_run(path, samples, os.path.join(folder, "peer-source"), timeout, both_kernels=entry["format"] == "tflite")
+        if p.ok and run.ok:
+            p.ok, p.line = source_check(ours_src, peer_src, refs)
+        r["source"] = p
+    else:
+        r["source"] = baseline.Outcome(False, f"no peer runtime for .{entry['format']} on Linux")
+    for ext in TARGETS:
+        r["targets"][ext] = convert_check(entry, bin_, path, samples, pins, folder, ext,
+                                          ours_src if run.ok else None, peer_src, timeout)
+    return r
+
+
+# --------------------------------------------------------------------------------------------
+# the report
+# --------------------------------------------------------------------------------------------
+
+def mark(o, with_text=True):
+    if o is None:
+        return "—"
+    if o.crash:
+        return "**CRASH**"
+    text = o.line if with_text else ""
+    return ("✓ " if o.ok else "✗ ") + text
+
+
+def render(results, bin_, paths, quick):
+    version = subprocess.run([bin_, "--version"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    out = ["# Coverage: the real-model corpus, model by model", "",
+           f"Written by `make coverage` (`Scripts/corpus_coverage.py`, shrinkwrap {version}) on {time.strftime('%Y-%m-%d')}, "
+           "from the models of [Tests/corpus/manifest.json](../Tests/corpus/manifest.json) (`make corpus`) and their real "
+           "inputs (`make corpus-inputs`). Each cell: ✓ / ✗, then the measure. Runs use one thread.", "",
+           TOLERANCES, ""]
+    total = len(results)
+    imported = sum(r["import"].ok for r in results)
+    matched = sum(bool(r.get("source")) and r["source"].ok for r in results)
+    out.append(f"- import: {imported} / {total}; source matches its peer runtime: {matched} / {total}")
+    for ext in TARGETS:
+        conv = sum(bool(r["targets"].get(ext)) and r["targets"][ext]["convert"].ok for r in results)
+        good = sum(bool(r["targets"].get(ext)) and r["targets"][ext]["convert"].ok
+                   and r["targets"][ext].get("ours") is not None and r["targets"][ext]["ours"].ok
+                   and (r["targets"][ext].get("peer") is None or r["targets"][ext]["peer"].ok) for r in results)
+        out.append(f"- → {ext}: {conv} / {total} convert; {good} / {total} also equal the source (ours and peer)")
+    randoms = [r["id"] for r in results if not r["real"]]
+    if randoms:
+        out.append(f"- **SKIPPED real inputs** (seeded random inputs used instead): {', '.join(randoms)}")
+    out += ["", "## Models", "", "| model | inputs | import | source vs peer |" + "".join(f" → {e} |" for e in TARGETS),
+            "|---|---|---|---|" + "---|" * len(TARGETS)]
+    for r in results:
+        cells = [r["id"], r["inputs"], mark(r["import"], False).strip(), mark(r.get("source"))]
+        for ext in TARGETS:
+            t = r["targets"].get(ext)
+            if not t:
+                cells.append("—")
+            elif not t["convert"].ok:
+                cells.append("✗ refused")
+            else:
+                parts = [f"ours {mark(t.get('ours'))}"]
+                if t.get("peer") is not None:
+                    parts.append(("coremltools " if ext == ".mlmodel" else "peer ") + mark(t["peer"]))
+                cells.append("; ".join(parts))
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    out += ["", "## Refusals, with the reason", "",
+            "Every import or conversion that did not happen, as the one-line error shrinkwrap gives (ops that occur at "
+            "several nodes are counted; the full message names each node).", ""]
+    for r in results:
+        lines = []
+        if not r["import"].ok:
+            lines.append(f"import: {summarize(baseline.short(r['import'].line, paths))}")
+        for ext, t in r["targets"].items():
+            if not t["convert"].ok:
+                lines.append(f"→ {ext}: {summarize(baseline.short(t['convert'].line, paths))}")
+        if lines:
+            out.append(f"- **{r['id']}**: " + "; ".join(lines))
+    if quick:
+        out.insert(2, "(The quick slice of `make test`.)")
+    return "\n".join(out) + "\n"
+
+
+def summarize(line):
+    """A refusal line with its ops counted: "cannot express: Pad ×9 (why), Equal" instead of one
+    clause per node."""
+    m = re.search(r"^(.*?)(\S.* cannot express these ops|unsupported ops) \(\d+\): (.*)$", line)
+    if not m:
+        return f"`{line}`"
+    counted = {}
+    for op, cond in baseline.clauses(m.group(3)):
+        key = (op, re.sub(r"\[[\d, ]+\]", "[…]", cond).strip())
+        counted[key] = counted.get(key, 0) + 1
+    parts = [f"`{op}`" + (f" ×{n}" if n > 1 else "") + (f" ({cond})" if cond else "") for (op, cond), n in counted.items()]
+    return f"{m.group(2)}: " + ", ".join(parts)
+
+
+def failures(results):
+    """Lines for every check that failed (the quick slice's exit status)."""
+    bad = []
+    for r in results:
+        for label, o in [("import", r["import"]), ("source vs peer", r.get("source"))] + \
+                [(f"{ext} {k}", t.get(k)) for ext, t in r["targets"].items() for k in ("convert", "ours", "peer")]:
+            if o is not None and not o.ok:
+                bad.append(f"{r['id']}: {label}: {o.line}")
+    return bad
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "peer":
+        p = argparse.ArgumentParser()
+        p.add_argument("mode"), p.add_argument("model"), p.add_argument("samples"), p.add_argument("--out", required=True)
+        p.add_argument("--both-kernels", action="store_true")
+        a = p.parse_args()
+        return peer(a.model, a.samples, a.out, a.both_kernels)
+    if len(sys.argv) > 1 and sys.argv[1] == "coreml-load":
+        return coreml_load(sys.argv[2])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shrinkwrap", required=True)
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, 2 samples each; exit 1 on any miss")
+    p.add_argument("--samples", type=int, default=40, help="at most this many samples per model")
+    p.add_argument("--out", help="the Markdown report (default docs/coverage.md; none with --quick)")
+    p.add_argument("--json", help="also the results as JSON")
+    p.add_argument("--work", default=os.path.join(ROOT, "out", "coverage"))
+    p.add_argument("--timeout", type=int, default=600)
+    a = p.parse_args()
+    bin_ = os.path.abspath(a.shrinkwrap)
+    entries = corpus.load_manifest()["models"]
+    wanted = QUICK if a.quick else a.only
+    if wanted:
+        unknown = set(wanted) - {e["id"] for e in entries}
+        if unknown:
+            sys.exit(f"corpus_coverage: unknown model ids: {', '.join(sorted(unknown))}")
+        entries = [e for e in entries if e["id"] in wanted]
+    missing = [e["id"] for e in entries if not os.path.exists(corpus.model_path(e))]
+    if missing:
+        sys.exit(f"corpus_coverage: not in the cache (run make corpus): {', '.join(missing)}")
+    limit = 2 if a.quick else a.samples
+    results = []
+    for e in entries:
+        start = time.time()
+        r = cover(e, bin_, a.work, limit, a.timeout)
+        results.append(r)
+        print(f"{e['id']}: {time.time() - start:.1f} s, import {mark(r['import'], False)}, source {mark(r.get('source'))}", flush=True)
+    paths = {"corpus": os.path.join(corpus.cache_dir(), "models"), "work": a.work}
+    out = a.out or (None if a.quick else os.path.join(ROOT, "docs", "coverage.md"))
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out + ".tmp", "w") as f:
+            f.write(render(results, bin_, paths, a.quick))
+        os.replace(out + ".tmp", out)
+        print(f"wrote {out}")
+    if a.json:
+        json.dump(baseline.results_to_json(results), open(a.json, "w"), indent=1)
+    bad = failures(results)
+    if a.quick:
+        skipped = [r["id"] for r in results if not r["real"]]
+        if skipped:
+            print(f"SKIPPED: real inputs for {', '.join(skipped)} (not cached; ran on seeded random inputs)")
+        for line in bad:
+            print("FAIL " + (line if len(line) <= 400 else line[:400] + " …"))
+        print(f"corpus quick slice: {len(results)} models, {len(bad)} failed checks")
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
