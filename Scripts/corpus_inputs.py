@@ -175,7 +175,7 @@ def fmt(values):
 
 def npy_bytes(array):
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    np.save(buf, np.asarray(array, order="C"), allow_pickle=False)  # (ascontiguousarray makes a scalar 1-d)
     return buf.getvalue()
 
 
