@@ -2,7 +2,8 @@
 openWakeWord chain (melspectrogram → embedding → hey-mycroft, each fed the previous model's real
 outputs) and basic-pitch. Speech: espeak-ng (Debian) resampled to 16 kHz mono by sox; music: Bach
 chorales from music21's corpus written as MIDI and rendered by fluidsynth with FluidR3_GM
-(fluid-soundfont-gm), resampled by sox. Every tool runs with fixed settings: same bytes each run."""
+(fluid-soundfont-gm), resampled by sox. Every tool runs with fixed settings: same bytes each run
+(sox -R -D: no dither, whose noise is random by default)."""
 import functools
 import os
 import subprocess
@@ -50,7 +51,7 @@ def speech(rate=16000):
         for n, (voice, speed, text, wake) in enumerate(SENTENCES):
             raw, wav = os.path.join(tmp, f"{n}.raw.wav"), os.path.join(tmp, f"{n}.wav")
             tool("espeak-ng", "-v", voice, "-s", str(speed), "-w", raw, text)
-            tool("sox", raw, "-r", str(rate), "-c", "1", "-b", "16", "-e", "signed-integer", wav)
+            tool("sox", "-R", "-D", raw, "-r", str(rate), "-c", "1", "-b", "16", "-e", "signed-integer", wav)
             out.append((voice, speed, text, wake, read_wav(wav)))
     return out
 
@@ -68,7 +69,7 @@ def music(rate):
             score.write("midi", fp=mid)
             tool("fluidsynth", "-ni", "-q", "-R", "0", "-C", "0", "-g", "0.6", "-r", "44100", "-O", "float",
                  "-T", "wav", "-F", raw, SOUNDFONT, mid)
-            tool("sox", raw, "-r", str(rate), "-c", "1", "-b", "16", "-e", "signed-integer", wav)
+            tool("sox", "-R", "-D", raw, "-r", str(rate), "-c", "1", "-b", "16", "-e", "signed-integer", wav)
             pitches = sorted({p.midi for p in score.pitches})
             out.append((name, read_wav(wav), pitches))
     return out
