@@ -172,7 +172,8 @@ def pose_landmark():
 
 def hand_landmark():
     """224x224 hand crops placed with mp-pose-landmark-full's wrist, pinky and index points (15/17/19,
-    16/18/20) on the person photos: side 3x the wrist-knuckles distance (rotation ignored), centred 0.6 of the way from the wrist; centre crops of coffee / chelsea as negatives."""
+    16/18/20) on the person photos: side 3x the wrist-knuckles distance (rotation ignored), centred
+    0.6 of the way from the wrist; centre crops of coffee / chelsea as negatives."""
     from PIL import Image
     samples = []
     for about, img, x, (scale, left, top) in pose_inputs():
