@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -217,6 +217,29 @@ corpus-list: ## list the corpus models and which are cached
 
 corpus-facts: corpus venv-tf ## re-read every corpus model (onnx, TFLite schema, coremltools) and compare with the manifest
 	$(VENV_TF)/bin/python Scripts/corpus.py facts 2>&1 | grep -v "libcoremlpython\|oneDNN\|cpu_feature_guard\|rebuild TensorFlow"; exit $${PIPESTATUS[0]}
+
+# Real inputs for every corpus model (Scripts/corpus_inputs.py): .npy sets in
+# $(SHRINKWRAP_CORPUS)/data/<id>/<input>/NNNN.npy + index.json, made from the assets, espeak-ng speech,
+# fluidsynth-rendered chorales and Pillow-rendered text; chained inputs run the upstream model
+# (onnxruntime / LiteRT in .venv-corpus). Deterministic: reruns write the same bytes.
+CORPUS_APT_PACKAGES := espeak-ng sox fluidsynth fluid-soundfont-gm fonts-dejavu-core fonts-noto-cjk
+VENV_CORPUS := .venv-corpus
+
+deps-corpus: ## install the Debian packages corpus-inputs uses (espeak-ng, sox, fluidsynth + GM soundfont, DejaVu / Noto CJK fonts)
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(CORPUS_APT_PACKAGES)"
+
+venv-corpus: $(VENV_CORPUS)/.stamp ## the venv for corpus-inputs (numpy, Pillow, onnxruntime, LiteRT, music21, magika, scipy; all pinned)
+$(VENV_CORPUS)/.stamp: Scripts/requirements-corpus-inputs.txt
+	python3 -m venv $(VENV_CORPUS)
+	$(VENV_CORPUS)/bin/pip install -q --disable-pip-version-check -r Scripts/requirements-corpus-inputs.txt
+	touch $@
+
+corpus-inputs: corpus deps-corpus venv-corpus ## make the real .npy input sets of every corpus model into $SHRINKWRAP_CORPUS/data (~1 min)
+	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py make
+	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py --verify
+
+corpus-inputs-verify: ## check the input sets: every file present, shapes as declared, sha256 as recorded
+	python3 Scripts/corpus_inputs.py --verify
 
 # Tests/corpus/baseline.md: inspect, convert to the three formats and run every corpus model,
 # against onnxruntime / tf.lite.Interpreter (a few minutes; the converted files go to out/corpus).
