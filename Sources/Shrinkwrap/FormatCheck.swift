@@ -19,6 +19,12 @@ extension ModelFormat {
                 if let why = storedWeights.refusal(form) { out.append("\(place) (\(rule.summary)) makes \(form) weights; \(title) stores \(why)") }
             }
         }
+        if flexibleShapes == nil {
+            for flex in graph.metadata.flexibleShapes {
+                out.append("input '\(flex.input)' may take \(flex.description); \(title) keeps one shape per input "
+                           + "(give --input-shape one shape, e.g. '\(flex.input)=\(flex.defaultShape.map(String.init).joined(separator: ","))')")
+            }
+        }
         if needsFixedShapes {
             let constants = Set(graph.constants.map(\.name))
             for input in graph.inputs where !constants.contains(input.name) {

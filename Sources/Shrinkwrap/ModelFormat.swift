@@ -27,6 +27,9 @@ public struct ModelFormat: Sendable {
     public let storedWeights: StoredWeightForms
     /// Whether the exporter needs every input dimension but the batch fixed.
     public let needsFixedShapes: Bool
+    /// How the format keeps `--input-shape` ranges and enumerated shapes
+    /// (`Metadata.flexibleShapes`); nil: it keeps one shape per input.
+    public let flexibleShapes: String?
 
     /// The file extension written: the first.
     public var mainExtension: String { extensions.first ?? name }
@@ -48,22 +51,42 @@ public enum ModelFormats {
         ModelFormat(name: "onnx", title: "ONNX", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
                     supportedOps: ONNXImporter.supportedOps,
                     exporter: { g in
-                        let (data, layout) = try ONNXExporter.exportWithLayout(ModelFormats.typingOutputs(g))
+                        let (data, layout) = try ONNXExporter.exportWithLayout(ModelFormats.typingOutputs(ModelFormats.freeingFlexibleDims(g)))
                         return ExportedModel(data: data, sizeSummary: layout.summary)
                     },
                     exportedOps: ONNXExporter.supportedOps.filter { OpTable[$0] != nil },  // IR ops (import-only forms like Upsample are not)
-                    weightStorage: ONNXExporter.weightStorage, storedWeights: ONNXExporter.storedWeights, needsFixedShapes: false),
+                    weightStorage: ONNXExporter.weightStorage, storedWeights: ONNXExporter.storedWeights, needsFixedShapes: false,
+                    flexibleShapes: "the dims that vary are written free"),
         ModelFormat(name: "coreml", title: CoreMLExporter.format, extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
                     supportedOps: CoreMLImporter.supportedLayers,
-                    exporter: { ExportedModel(data: try CoreMLExporter.export(try ExportPreparation.prepare($0).graph)) },
+                    exporter: { ExportedModel(data: try CoreMLExporter.export($0, preparing: { try ExportPreparation.prepare($0).graph })) },
                     exportedOps: CoreMLExporter.supportedOps, weightStorage: CoreMLExporter.weightStorage,
-                    storedWeights: CoreMLExporter.storedWeights, needsFixedShapes: true),
+                    storedWeights: CoreMLExporter.storedWeights, needsFixedShapes: true,
+                    flexibleShapes: "size ranges or enumerated shapes, when no layer depends on the sizes that vary"),
         ModelFormat(name: "tflite", title: TFLiteExporter.format, extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
                     supportedOps: TFLiteImporter.supportedOps,
                     exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0).graph)) },
                     exportedOps: TFLiteExporter.supportedOps, weightStorage: TFLiteExporter.weightStorage,
-                    storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true),
+                    storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil),
     ]
+
+    /// The inputs pinned with ranges or enumerated shapes get their varying
+    /// dims back free (named as in the source, else "NAME_dK"): the ONNX file
+    /// takes every size, as the source did.
+    static func freeingFlexibleDims(_ g: Graph) -> Graph {
+        guard !g.metadata.flexibleShapes.isEmpty else { return g }
+        var out = g
+        for flex in g.metadata.flexibleShapes {
+            guard let k = out.inputs.firstIndex(where: { $0.name == flex.input }), var shape = out.inputs[k].shape else { continue }
+            for axis in flex.varyingAxes where axis < shape.count {
+                let original = flex.original.flatMap { axis < $0.count ? $0[axis] : nil }
+                if case .symbolic(let name)? = original { shape[axis] = .symbolic(name) } else { shape[axis] = .symbolic("\(flex.input)_d\(axis)") }
+            }
+            out.inputs[k].shape = shape
+        }
+        out.metadata.flexibleShapes = []
+        return out
+    }
 
     /// ONNX needs a type and a rank for every graph output; an imported graph
     /// may not know them (a Core ML output without a shape). They come from one

@@ -191,7 +191,7 @@ struct Bench: ParsableCommand {
 /// --input-shape, for every command that runs or writes a model.
 struct ShapeFlags: ParsableArguments {
     @Option(name: .customLong("input-shape"), help: ArgumentHelp(
-        "Pin an input's dimensions: NAME=d0,d1,… (e.g. x=1,3,48,320); repeat for more inputs. Formats with fixed shapes (.tflite, .mlmodel) need it for free dims beyond the batch.",
+        "Pin an input's dimensions: NAME=d0,d1,… (e.g. x=1,3,48,320); repeat for more inputs. Formats with fixed shapes (.tflite, .mlmodel) need it for free dims beyond the batch. For .mlmodel (and .onnx) a dim may be a range, x=1,3,48,32..2048 (a.. unbounded), or give whole shapes, x=1,3,48,320|1,3,48,640: the model is pinned to the first / lower bounds and the file declares the rest.",
         valueName: "NAME=DIMS"))
     var inputShapes: [String] = []
 

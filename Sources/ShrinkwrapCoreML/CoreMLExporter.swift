@@ -36,7 +36,10 @@ public enum CoreMLExporter {
 
     /// Serialized `.mlmodel` bytes.
     public static func export(_ graph: Graph) throws -> Data {
-        let model = try exportSpec(graph)
+        try serialize(try exportSpec(graph))
+    }
+
+    static func serialize(_ model: CoreML_Specification_Model) throws -> Data {
         do {
             // Map fields (the metadata's userDefined) in key order: Swift's dictionary order
             // changes from run to run, and the same inputs must give the same bytes.

@@ -150,6 +150,8 @@ public struct Metadata: Sendable, Equatable {
     /// (e.g. "coreml.updateParams": a serialized NetworkUpdateParameters),
     /// in insertion order.
     public var formatData: [(key: String, value: [UInt8])] = []
+    /// Inputs pinned to one shape that may take others (`FlexibleShape`).
+    public var flexibleShapes: [FlexibleShape] = []
 
     public init() {}
 
@@ -160,7 +162,11 @@ public struct Metadata: Sendable, Equatable {
             && a.properties.map(\.key) == b.properties.map(\.key) && a.properties.map(\.value) == b.properties.map(\.value)
             && a.imageInputs == b.imageInputs && a.inputNormalization == b.inputNormalization && a.updatableNodes == b.updatableNodes
             && a.formatData.map(\.key) == b.formatData.map(\.key) && a.formatData.map(\.value) == b.formatData.map(\.value)
+            && a.flexibleShapes == b.flexibleShapes
     }
+
+    /// The flexible shapes given for input `name`, if any.
+    public func flexibleShape(of name: String) -> FlexibleShape? { flexibleShapes.first { $0.input == name } }
 
     /// The opaque data stored under `key`, if any.
     public func formatData(_ key: String) -> [UInt8]? { formatData.first { $0.key == key }?.value }
