@@ -160,10 +160,13 @@ extension TFLiteModel {
         let values: ArraySlice<UInt8>
         var out: [UInt8]
         var next = 0
+        /// The dense index being assembled (reused for every value).
+        var index: [Int]
 
         init(sparsity: Sparsity, extent: [Int], blockSize: [Int], strides: [Int], count: Int, width: Int, values: ArraySlice<UInt8>, out: [UInt8]) {
             self.sparsity = sparsity; self.extent = extent; self.blockSize = blockSize; self.strides = strides
             self.count = count; self.width = width; self.values = values; self.out = out
+            index = [Int](repeating: 0, count: strides.count)
         }
 
         mutating func visit(level: Int, parent: Int, coords: inout [Int]) throws {
@@ -184,7 +187,6 @@ extension TFLiteModel {
 
         private mutating func place(_ coords: [Int]) throws {
             let rank = strides.count
-            var index = [Int](repeating: 0, count: rank)
             for (l, t) in sparsity.traversalOrder.enumerated() {
                 if t < rank {
                     index[t] = coords[l]

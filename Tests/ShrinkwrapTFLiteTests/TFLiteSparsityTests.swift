@@ -143,6 +143,28 @@ final class TFLiteSparsityTests: XCTestCase {
         }
     }
 
+    /// Truncations and random byte damage of a block-sparse model and of a Convolution2DTransposeBias model:
+    /// errors naming the file, never a crash.
+    func testDamagedSparseAndCustomFilesNeverCrash() throws {
+        let blocks = Self.sparsity([0, 1, 2], [1], [.dense(4), .csr([0, 1, 1, 3, 4], [1, 0, 1, 0], 1, 2), .dense(2)])
+        let sparse = try Self.model(shape: [4, 4], values: TestTFLite.floats([1, 2, 3, 4, 5, 6, 7, 8]), sparsity: blocks).bytes()
+        let custom = try Self.transposeConvModel(options: Self.options(padding: 1, strideW: 2, strideH: 2), out: [1, 4, 6, 2],
+                                                 weights: [Float](repeating: 1, count: 36), bias: [0, 0]).bytes()
+        var rng = SplitMix(seed: 7)
+        for bytes in [sparse, custom] {
+            for n in 0..<bytes.count {
+                let text = errorText { _ = try TFLiteImporter.importModel(bytes: Array(bytes[0..<n]), file: "t.tflite") }
+                XCTAssertTrue(text.hasPrefix("t.tflite"), "cut at \(n): \(text)")
+            }
+            for _ in 0..<3000 {
+                var d = bytes
+                for _ in 0..<(1 + Int(rng.next() % 3)) { d[Int(rng.next() % UInt64(d.count))] = UInt8(truncatingIfNeeded: rng.next()) }
+                let text = errorText { _ = try TFLiteImporter.importModel(bytes: d, file: "d.tflite") }
+                XCTAssertTrue(text == "no error" || (text.hasPrefix("d.tflite") && !text.contains("\n")), text)
+            }
+        }
+    }
+
     func testDensifyOfARunTimeValueIsRefused() throws {
         var m = TestTFLite()
         m.tensors = [T(name: "x", shape: [2]), T(name: "y", shape: [2])]
