@@ -84,6 +84,12 @@ Special cases:
                              RESHAPE, so these inputs have dynamic dimensions
                              (shape_signature -1); the interpreter is resized to
                              the .npy input's shape before it runs.
+  op_shape_reshape           a free batch (shape_signature -1) keeps SHAPE ->
+                             STRIDED_SLICE -> PACK -> RESHAPE at run time.
+  op_compare_select,         comparisons pick between float values (SELECT /
+  op_logical_not             SELECT_V2); the converter folds a LOGICAL_NOT of a
+                             comparison away, so op_logical_not takes two BOOL
+                             inputs and has a BOOL output.
   op_batch_matmul*           the converter unfolds a matmul of two activations
                              into per-batch FULLY_CONNECTED ops unless
                              _experimental_disable_batchmatmul_unfold is set;
@@ -158,7 +164,9 @@ REQUIRED_OPS = [
     "RELU_N1_TO_1", "LEAKY_RELU", "PRELU", "HARD_SWISH", "RESIZE_BILINEAR",
     "RESIZE_NEAREST_NEIGHBOR", "SQUARED_DIFFERENCE", "RSQRT", "SQRT", "EXP",
     "LOG", "MINIMUM", "MAXIMUM", "BATCH_MATMUL", "DEQUANTIZE",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM", "MIRROR_PAD", "PACK", "UNPACK", "SHAPE", "SQUARE",
+    "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "SELECT", "SELECT_V2",
+    "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT",
 ]
 # builtin -> why TF 2.12's converter cannot write it (none so far).
 NOT_PRODUCIBLE = {}
@@ -650,6 +658,28 @@ def op_cases():
         lambda rng: lambda a, b: tf.linalg.matmul(a, b, adjoint_a=True))
     add("batch_matmul_adj_y", [S([2, 2, 3, 4], name="a"), S([2, 5, 4], name="b")], unfold_batchmatmul=False)(
         lambda rng: lambda a, b: tf.linalg.matmul(a, b, adjoint_b=True))
+
+    # --- comparisons and selection (float outputs: each comparison picks between values)
+    cmp_in = [S([2, 3, 4], name="a"), S([3, 1], name="b")]
+    add("compare_select", cmp_in)(lambda rng: lambda a, b: (
+        tf.where(a < b, a, b), tf.where(a >= b, a * 2.0, b), tf.where(tf.logical_and(a > b, a <= 1.0), a, 0.0),
+        tf.where(tf.logical_or(tf.equal(tf.floor(a), 0.0), tf.not_equal(tf.floor(b), 1.0)), a, -a),
+        tf.where(tf.logical_not(tf.logical_and(a > 0.0, b > 0.0)), a, b)))
+    add("logical_not", [S([3, 4], tf.bool, name="c"), S([3, 4], tf.bool, name="d")], ["int:2", "int:2"])(
+        lambda rng: lambda c, d: tf.logical_not(tf.logical_or(c, d)))
+    add("select_v1_rows", [S([4, 3], name="x"), S([4, 3], name="y")])(lambda rng: lambda x, y: (
+        tf.raw_ops.Select(condition=x[:, 0] > 0.0, x=x, y=y)))
+    add("square", [S([2, 3, 5], name="x")])(lambda rng: lambda x: tf.square(x))
+
+    # --- stacking, run-time shapes, mirror padding
+    add("pack_unpack", [S([3, 4, 2], name="x")])(lambda rng: lambda x: (
+        tf.stack([x, x * 2.0], axis=-2), tf.unstack(x, axis=2)[0] - tf.unstack(x, axis=2)[1]))
+    add("shape_reshape", [S([None, 4, 3], name="x")], shapes=[[2, 4, 3]])(
+        lambda rng: lambda x: tf.reshape(x, tf.stack([tf.shape(x)[0], 12])) * 3.0)
+    mirror_in = [S([1, 5, 6, 2], name="x")]
+    for mode in ("REFLECT", "SYMMETRIC"):
+        add("mirror_pad_" + mode.lower(), mirror_in)(
+            lambda rng, mode=mode: lambda x: tf.pad(x, [[0, 0], [2, 1], [1, 3], [0, 0]], mode=mode))
 
     # --- float16 constants + DEQUANTIZE
     @add("dequantize", [S([2, 12], name="x")], variant="fp16")

@@ -171,11 +171,11 @@ struct TFLiteContext {
     func decodeConstant(_ i: Int) throws -> WeightEncoding? {
         let t = model.tensors[i]
         guard t.buffer > 0, t.buffer < model.buffers.count, !t.isVariable else { return nil }
-        let data = model.buffers[t.buffer]
-        guard !data.isEmpty else { return nil }
+        guard !model.buffers[t.buffer].isEmpty else { return nil }
         guard let width = TFLiteModel.elementSize(t.type) else {
             throw ImportError.unsupported(loc(tensor: i), what: "constant of type \(TFLiteModel.typeName(t.type))")
         }
+        let data = try denseBytes(i, width: width)
         var count = 1
         for d in t.shape {
             let (m, o) = count.multipliedReportingOverflow(by: d)
@@ -260,7 +260,7 @@ struct TFLiteContext {
         let m = model
         // Every unsupported op, all at once.
         var missing: [String] = []
-        for op in m.ops where TFLiteOps.table[op.name] == nil && op.name != "DEQUANTIZE" {
+        for op in m.ops where TFLiteOps.translator(op.name) == nil && op.name != "DEQUANTIZE" && op.name != "DENSIFY" {
             if !missing.contains(op.name) { missing.append(op.name) }
         }
         if !missing.isEmpty { throw ImportError.unsupportedOps(file: file, ops: missing) }
@@ -274,7 +274,7 @@ struct TFLiteContext {
         for t in m.tensors {
             if let e = try decodeConstant(t.index) { constantTensors[t.index] = e }
         }
-        var folded = Set<Int>()
+        var folded = try foldDensify()
         // Rows gathered from a quantized table (dynamic-range embeddings: GATHER then DEQUANTIZE):
         // the table is an affine-encoded constant, so the gathered rows are already float.
         var dequantizedRows = Set<Int>()
@@ -324,7 +324,7 @@ struct TFLiteContext {
                 emit("Identity", [value(x)], [value(out)])
                 continue
             }
-            guard let translate = TFLiteOps.table[op.name] else { continue }
+            guard let translate = TFLiteOps.translator(op.name) else { continue }
             for i in op.inputs where i >= 0 && !dequantizedRows.contains(i) {
                 let t = m.tensors[i]
                 if constantTensors[i] == nil, t.quantization != nil, t.type == 9 || t.type == 3 {

@@ -23,6 +23,8 @@ struct TFLiteModel {
         var buffer: Int
         var quantization: Quantization?
         var isVariable: Bool
+        /// How a sparse constant's buffer is laid out (TFLiteSparsity.swift); nil for a dense tensor.
+        var sparsity: Sparsity? = nil
     }
 
     struct Op {
@@ -35,6 +37,8 @@ struct TFLiteModel {
         var outputs: [Int]
         var optionsType: UInt8
         var options: Table?
+        /// custom_options bytes (a CUSTOM op's parameters), empty when absent.
+        var customOptions: ArraySlice<UInt8> = []
     }
 
     var file: String
@@ -168,8 +172,9 @@ struct TFLiteModel {
                 if !scale.isEmpty { quant = Quantization(scale: scale, zeroPoint: zp, axis: axis) }
             }
             let variable = try r.wrap(tplace) { try t.scalar(5, default: false) }
+            let sparsity = try r.wrap(tplace + ".sparsity") { try t.table(6) }.map { try Sparsity(table: $0, rank: shape.count, place: tplace + ".sparsity", r) }
             tensors.append(TensorInfo(index: i, name: name, type: type, shape: shape, signature: signature, buffer: buffer,
-                                      quantization: quant, isVariable: variable))
+                                      quantization: quant, isVariable: variable, sparsity: sparsity))
         }
         return tensors
     }
@@ -188,14 +193,15 @@ struct TFLiteModel {
             let ins = try r.indices(try r.wrap(place) { try o.scalars(1, as: Int32.self) ?? [] }, place + ".inputs", optional: true, tensorCount: tensorCount)
             let outs = try r.indices(try r.wrap(place) { try o.scalars(2, as: Int32.self) ?? [] }, place + ".outputs", optional: false, tensorCount: tensorCount)
             let union = try r.wrap(place) { try o.union(4) }
+            let custom = try r.wrap(place + ".custom_options") { try o.bytes(5) ?? [] }
             ops.append(Op(index: i, name: opNames[code].name, version: opNames[code].version, inputs: ins, outputs: outs,
-                          optionsType: union?.type ?? 0, options: union?.table))
+                          optionsType: union?.type ?? 0, options: union?.table, customOptions: custom))
         }
         return ops
     }
 
     /// The file's name for error places, and FlatBuffer errors turned into import errors there.
-    private struct FieldReader {
+    struct FieldReader {
         let file: String
 
         func loc(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }

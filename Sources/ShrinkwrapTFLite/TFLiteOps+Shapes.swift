@@ -20,11 +20,29 @@ extension TFLiteOps {
         } else {
             let out = c.model.tensors[op.outputs[0]]
             let dynamic = out.signature?.contains(where: { $0 < 0 }) ?? false
-            if !dynamic { shape = out.shape }
+            if !dynamic { shape = out.shape } else if op.inputs.count > 1, op.inputs[1] >= 0 {
+                return try reshapeAtRunTime(&c, op)
+            }
         }
         guard let shape else { throw ImportError.unsupported(c.loc(op), what: "a reshape to a shape computed at run time") }
         c.emit("Reshape", [c.value(op.inputs[0]), c.int64Constant("shape", shape)], [c.value(op.outputs[0])],
                shape.contains(0) ? ["allowzero": .int(1)] : [:])
+    }
+
+    /// A shape computed at run time (SHAPE → STRIDED_SLICE → PACK for a free batch): an INT32 shape is cast to int64.
+    static func reshapeAtRunTime(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
+        let s = op.inputs[1]
+        var shape = c.value(s)
+        switch c.model.tensors[s].type {
+        case 4: break
+        case 2:
+            let wide = c.fresh(shape + "_int64")
+            c.emit("Cast", [shape], [wide], ["to": .int(DType.int64.onnxDataType)])
+            shape = wide
+        case let t:
+            throw ImportError.unsupported(c.loc(op), what: "a reshape to a \(TFLiteModel.typeName(t)) shape")
+        }
+        c.emit("Reshape", [c.value(op.inputs[0]), shape], [c.value(op.outputs[0])])
     }
 
     static func squeeze(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {

@@ -57,8 +57,33 @@ enum TFLiteOps {
         t["SPACE_TO_DEPTH"] = { c, op in try spaceDepth(&c, op, "SpaceToDepth", options: "SpaceToDepthOptions") }
         t["LOCAL_RESPONSE_NORMALIZATION"] = localResponseNorm
         t["UNIDIRECTIONAL_SEQUENCE_LSTM"] = sequenceLSTM
+        for (name, onnx) in [("EQUAL", "Equal"), ("LESS", "Less"), ("LESS_EQUAL", "LessOrEqual"), ("GREATER", "Greater"),
+                             ("GREATER_EQUAL", "GreaterOrEqual"), ("LOGICAL_AND", "And"), ("LOGICAL_OR", "Or")] {
+            t[name] = { c, op in try binary(&c, op, onnx, options: nil) }
+        }
+        t["NOT_EQUAL"] = notEqual
+        t["LOGICAL_NOT"] = { c, op in try unary(&c, op, "Not") }
+        t["SQUARE"] = square
+        t["SELECT"] = { c, op in try select(&c, op, v2: false) }
+        t["SELECT_V2"] = { c, op in try select(&c, op, v2: true) }
+        t["SHAPE"] = shapeOf
+        t["PACK"] = pack
+        t["UNPACK"] = unpack
+        t["MIRROR_PAD"] = mirrorPad
         return t
     }()
+
+    /// CUSTOM ops by custom_code (their names in `TFLiteModel.Op` are "CUSTOM(code)").
+    static let customTable: [String: Translator] = [
+        "Convolution2DTransposeBias": transposeConvBias,
+    ]
+
+    /// The translator of a builtin ("CONV_2D") or a custom op ("CUSTOM(code)").
+    static func translator(_ name: String) -> Translator? {
+        if let t = table[name] { return t }
+        guard name.hasPrefix("CUSTOM("), name.hasSuffix(")") else { return nil }
+        return customTable[String(name.dropFirst(7).dropLast())]
+    }
 
     // MARK: - Helpers
 

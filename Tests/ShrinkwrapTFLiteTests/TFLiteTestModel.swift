@@ -11,6 +11,8 @@ struct TestTFLite {
         var data: [UInt8]? = nil
         var quant: (scale: [Float], zeroPoint: [Int64], axis: Int32)? = nil
         var signature: [Int32]? = nil
+        /// Writes a SparsityParameters table (Tensor field 6).
+        var sparsity: ((FlatBufferBuilder) -> FlatBufferOffset)? = nil
     }
 
     struct O {
@@ -21,6 +23,8 @@ struct TestTFLite {
         var outputs: [Int32]
         var optionsType: UInt8 = 0
         var options: ((FlatBufferBuilder) -> FlatBufferOffset)? = nil
+        /// Operator.custom_options bytes.
+        var customOptions: [UInt8]? = nil
     }
 
     var tensors: [T] = []
@@ -64,6 +68,7 @@ struct TestTFLite {
             let name = b.createString(t.name)
             let shape = b.createVector(t.shape)
             let sig = t.signature.map { b.createVector($0) }
+            let sparsity = t.sparsity?(b)
             var q: FlatBufferOffset?
             if let quant = t.quant {
                 let s = b.createVector(quant.scale), z = b.createVector(quant.zeroPoint)
@@ -71,7 +76,7 @@ struct TestTFLite {
             }
             tensorTables.append(b.table { tb in
                 tb.add(0, shape); tb.add(1, t.type, default: 0); tb.add(2, UInt32(bufferIndex[i]), default: 0)
-                tb.add(3, name); tb.add(4, q); tb.add(7, sig)
+                tb.add(3, name); tb.add(4, q); tb.add(6, sparsity); tb.add(7, sig)
             })
         }
         var codes: [(Int32, String?)] = []
@@ -94,9 +99,11 @@ struct TestTFLite {
         for (k, o) in ops.enumerated() {
             let ins = b.createVector(o.inputs), outs = b.createVector(o.outputs)
             let opts = o.options?(b)
+            let custom = o.customOptions.map { b.createVector(bytes: $0, alignment: 4) }
             opTables.append(b.table { tb in
                 tb.add(0, UInt32(opcodeIndex[k]), default: 0); tb.add(1, ins); tb.add(2, outs)
                 if let opts { tb.addUnion(4, type: o.optionsType, value: opts) }
+                tb.add(5, custom)
             })
         }
         let tv = b.createVector(offsets: tensorTables), ov = b.createVector(offsets: opTables)
