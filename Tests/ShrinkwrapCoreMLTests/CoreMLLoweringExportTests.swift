@@ -149,4 +149,20 @@ final class CoreMLLoweringExportTests: XCTestCase {
         let k = kinds(try roundTrip(&b, "clip"))
         XCTAssertTrue(k.contains("maxBroadcastable") && k.contains("minBroadcastable"), "\(k)")
     }
+
+    /// Forms no pass brings to a layer are refused in one line naming the op, the node and why.
+    func testFormsWithoutALayerAreNamed() throws {
+        var b = Builder()
+        b.input("x", [2, 3, 4, 5])
+        b.ints("p", [1, 1, 1, 0, 1, 1, 1, 0])
+        b.weight("s", [2, 1, 4, 1])
+        b.node("Pad", ["x", "p"], ["a"], ["mode": .string("reflect")])
+        b.node("PRelu", ["x", "s"], ["c"])
+        b.output("a", "c")
+        let prepared = try ExportPreparation.prepare(b.g).graph
+        let message = errorText { _ = try CoreMLExporter.exportSpec(prepared) }
+        XCTAssertFalse(message.contains("\n"), message)
+        XCTAssertTrue(message.contains("Pad (node 'Pad_0': reflect padding of an axis other than the last two (axes [0, 1, 2] of rank 4))"), message)
+        XCTAssertTrue(message.contains("PRelu (node 'PRelu_1': slope shape [2, 1, 4, 1] is neither a scalar nor per channel)"), message)
+    }
 }
