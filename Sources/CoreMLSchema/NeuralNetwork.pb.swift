@@ -723,6 +723,86 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .gelu(newValue)}
   }
 
+  public var equal: CoreML_Specification_EqualLayerParams {
+    get {
+      if case .equal(let v)? = _storage._layer {return v}
+      return CoreML_Specification_EqualLayerParams()
+    }
+    set {_uniqueStorage()._layer = .equal(newValue)}
+  }
+
+  public var notEqual: CoreML_Specification_NotEqualLayerParams {
+    get {
+      if case .notEqual(let v)? = _storage._layer {return v}
+      return CoreML_Specification_NotEqualLayerParams()
+    }
+    set {_uniqueStorage()._layer = .notEqual(newValue)}
+  }
+
+  public var lessThan: CoreML_Specification_LessThanLayerParams {
+    get {
+      if case .lessThan(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LessThanLayerParams()
+    }
+    set {_uniqueStorage()._layer = .lessThan(newValue)}
+  }
+
+  public var lessEqual: CoreML_Specification_LessEqualLayerParams {
+    get {
+      if case .lessEqual(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LessEqualLayerParams()
+    }
+    set {_uniqueStorage()._layer = .lessEqual(newValue)}
+  }
+
+  public var greaterThan: CoreML_Specification_GreaterThanLayerParams {
+    get {
+      if case .greaterThan(let v)? = _storage._layer {return v}
+      return CoreML_Specification_GreaterThanLayerParams()
+    }
+    set {_uniqueStorage()._layer = .greaterThan(newValue)}
+  }
+
+  public var greaterEqual: CoreML_Specification_GreaterEqualLayerParams {
+    get {
+      if case .greaterEqual(let v)? = _storage._layer {return v}
+      return CoreML_Specification_GreaterEqualLayerParams()
+    }
+    set {_uniqueStorage()._layer = .greaterEqual(newValue)}
+  }
+
+  public var logicalOr: CoreML_Specification_LogicalOrLayerParams {
+    get {
+      if case .logicalOr(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LogicalOrLayerParams()
+    }
+    set {_uniqueStorage()._layer = .logicalOr(newValue)}
+  }
+
+  public var logicalXor: CoreML_Specification_LogicalXorLayerParams {
+    get {
+      if case .logicalXor(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LogicalXorLayerParams()
+    }
+    set {_uniqueStorage()._layer = .logicalXor(newValue)}
+  }
+
+  public var logicalNot: CoreML_Specification_LogicalNotLayerParams {
+    get {
+      if case .logicalNot(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LogicalNotLayerParams()
+    }
+    set {_uniqueStorage()._layer = .logicalNot(newValue)}
+  }
+
+  public var logicalAnd: CoreML_Specification_LogicalAndLayerParams {
+    get {
+      if case .logicalAnd(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LogicalAndLayerParams()
+    }
+    set {_uniqueStorage()._layer = .logicalAnd(newValue)}
+  }
+
   public var minBroadcastable: CoreML_Specification_MinBroadcastableLayerParams {
     get {
       if case .minBroadcastable(let v)? = _storage._layer {return v}
@@ -867,6 +947,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .loadConstantNd(newValue)}
   }
 
+  public var broadcastToStatic: CoreML_Specification_BroadcastToStaticLayerParams {
+    get {
+      if case .broadcastToStatic(let v)? = _storage._layer {return v}
+      return CoreML_Specification_BroadcastToStaticLayerParams()
+    }
+    set {_uniqueStorage()._layer = .broadcastToStatic(newValue)}
+  }
+
   public var squeeze: CoreML_Specification_SqueezeLayerParams {
     get {
       if case .squeeze(let v)? = _storage._layer {return v}
@@ -987,6 +1075,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .reduceLogSumExp(newValue)}
   }
 
+  public var whereBroadcastable: CoreML_Specification_WhereBroadcastableLayerParams {
+    get {
+      if case .whereBroadcastable(let v)? = _storage._layer {return v}
+      return CoreML_Specification_WhereBroadcastableLayerParams()
+    }
+    set {_uniqueStorage()._layer = .whereBroadcastable(newValue)}
+  }
+
   public var layerNormalization: CoreML_Specification_LayerNormalizationLayerParams {
     get {
       if case .layerNormalization(let v)? = _storage._layer {return v}
@@ -1048,6 +1144,16 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case round(CoreML_Specification_RoundLayerParams)
     case erf(CoreML_Specification_ErfLayerParams)
     case gelu(CoreML_Specification_GeluLayerParams)
+    case equal(CoreML_Specification_EqualLayerParams)
+    case notEqual(CoreML_Specification_NotEqualLayerParams)
+    case lessThan(CoreML_Specification_LessThanLayerParams)
+    case lessEqual(CoreML_Specification_LessEqualLayerParams)
+    case greaterThan(CoreML_Specification_GreaterThanLayerParams)
+    case greaterEqual(CoreML_Specification_GreaterEqualLayerParams)
+    case logicalOr(CoreML_Specification_LogicalOrLayerParams)
+    case logicalXor(CoreML_Specification_LogicalXorLayerParams)
+    case logicalNot(CoreML_Specification_LogicalNotLayerParams)
+    case logicalAnd(CoreML_Specification_LogicalAndLayerParams)
     case minBroadcastable(CoreML_Specification_MinBroadcastableLayerParams)
     case maxBroadcastable(CoreML_Specification_MaxBroadcastableLayerParams)
     case addBroadcastable(CoreML_Specification_AddBroadcastableLayerParams)
@@ -1066,6 +1172,7 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case embeddingNd(CoreML_Specification_EmbeddingNDLayerParams)
     case batchedMatmul(CoreML_Specification_BatchedMatMulLayerParams)
     case loadConstantNd(CoreML_Specification_LoadConstantNDLayerParams)
+    case broadcastToStatic(CoreML_Specification_BroadcastToStaticLayerParams)
     case squeeze(CoreML_Specification_SqueezeLayerParams)
     case expandDims(CoreML_Specification_ExpandDimsLayerParams)
     case flattenTo2D(CoreML_Specification_FlattenTo2DLayerParams)
@@ -1081,6 +1188,7 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case reduceLogSum(CoreML_Specification_ReduceLogSumLayerParams)
     case reduceSumSquare(CoreML_Specification_ReduceSumSquareLayerParams)
     case reduceLogSumExp(CoreML_Specification_ReduceLogSumExpLayerParams)
+    case whereBroadcastable(CoreML_Specification_WhereBroadcastableLayerParams)
     case layerNormalization(CoreML_Specification_LayerNormalizationLayerParams)
 
   }
@@ -3643,6 +3751,145 @@ public nonisolated struct CoreML_Specification_GeluLayerParams: Sendable {
 }
 
 /// Binary element-wise layers with NumPy broadcasting.
+/// Comparisons: 1.0 where true, else 0.0; two broadcasting inputs, or one
+/// compared with alpha.
+public nonisolated struct CoreML_Specification_EqualLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var alpha: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_NotEqualLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var alpha: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_LessThanLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var alpha: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_LessEqualLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var alpha: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_GreaterThanLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var alpha: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_GreaterEqualLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var alpha: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Logical ops on 0.0 / non-zero inputs (Not: one input; the others two, broadcasting).
+public nonisolated struct CoreML_Specification_LogicalOrLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_LogicalXorLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_LogicalNotLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_LogicalAndLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Broadcasts the input to targetShape (numpy rules).
+public nonisolated struct CoreML_Specification_BroadcastToStaticLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var targetShape: [UInt64] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// output = condition ? a : b, the three inputs broadcasting.
+public nonisolated struct CoreML_Specification_WhereBroadcastableLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct CoreML_Specification_MinBroadcastableLayerParams: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -4893,7 +5140,7 @@ nonisolated extension CoreML_Specification_Tensor: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NeuralNetworkLayer"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}input\0\u{1}output\0\u{1}inputTensor\0\u{1}outputTensor\0\u{2}\u{5}isUpdatable\0\u{2}Z\u{1}convolution\0\u{2}\u{14}pooling\0\u{2}\u{a}activation\0\u{2}\u{a}innerProduct\0\u{2}\u{a}embedding\0\u{2}\u{a}batchnorm\0\u{2}\u{5}mvn\0\u{2}\u{5}l2normalize\0\u{2}\u{5}softmax\0\u{2}\u{5}lrn\0\u{2}\u{a}crop\0\u{2}\u{a}padding\0\u{2}\u{a}upsample\0\u{1}resizeBilinear\0\u{1}cropResize\0\u{2}\u{8}unary\0\u{2}\u{a}add\0\u{1}multiply\0\u{2}\u{9}average\0\u{2}\u{5}scale\0\u{2}\u{5}bias\0\u{2}\u{a}max\0\u{1}min\0\u{2}\u{9}dot\0\u{2}\u{a}reduce\0\u{2}\u{a}loadConstant\0\u{2}\u{a}reshape\0\u{1}flatten\0\u{2}\u{9}permute\0\u{2}\u{a}concat\0\u{2}\u{a}split\0\u{2}\u{a}sequenceRepeat\0\u{2}\u{5}reorganizeData\0\u{2}\u{5}slice\0\u{2}2simpleRecurrent\0\u{2}\u{a}gru\0\u{2}\u{a}uniDirectionalLSTM\0\u{2}\u{a}biDirectionalLSTM\0\u{2}F\u{1}custom\0\u{2}`\u{2}clip\0\u{2}\u{5}ceil\0\u{2}\u{5}floor\0\u{2}\u{a}sign\0\u{2}\u{5}round\0\u{2}i\u{1}erf\0\u{2}\u{5}gelu\0\u{2}K\u{1}minBroadcastable\0\u{2}\u{5}maxBroadcastable\0\u{2}\u{5}addBroadcastable\0\u{2}\u{5}powBroadcastable\0\u{2}\u{5}divideBroadcastable\0\u{2}\u{a}multiplyBroadcastable\0\u{2}\u{5}subtractBroadcastable\0\u{2}\u{f}tile\0\u{2}\u{a}gather\0\u{2}\u{14}softmaxND\0\u{2}\u{19}splitND\0\u{2}\u{5}concatND\0\u{2}\u{5}transpose\0\u{2}\u{a}sliceStatic\0\u{2}\u{1e}argMax\0\u{2}\u{f}embeddingND\0\u{2}\u{5}batchedMatmul\0\u{2}\u{19}loadConstantND\0\u{2}2squeeze\0\u{2}\u{5}expandDims\0\u{2}\u{5}flattenTo2D\0\u{2}\u{a}reshapeStatic\0\u{2}\u{f}constantPad\0\u{2}_\u{1}reduceL1\0\u{2}\u{5}reduceL2\0\u{2}\u{5}reduceMax\0\u{2}\u{5}reduceMin\0\u{2}\u{5}reduceSum\0\u{2}\u{5}reduceProd\0\u{2}\u{5}reduceMean\0\u{2}\u{5}reduceLogSum\0\u{2}\u{5}reduceSumSquare\0\u{2}\u{5}reduceLogSumExp\0\u{2}7layerNormalization\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}input\0\u{1}output\0\u{1}inputTensor\0\u{1}outputTensor\0\u{2}\u{5}isUpdatable\0\u{2}Z\u{1}convolution\0\u{2}\u{14}pooling\0\u{2}\u{a}activation\0\u{2}\u{a}innerProduct\0\u{2}\u{a}embedding\0\u{2}\u{a}batchnorm\0\u{2}\u{5}mvn\0\u{2}\u{5}l2normalize\0\u{2}\u{5}softmax\0\u{2}\u{5}lrn\0\u{2}\u{a}crop\0\u{2}\u{a}padding\0\u{2}\u{a}upsample\0\u{1}resizeBilinear\0\u{1}cropResize\0\u{2}\u{8}unary\0\u{2}\u{a}add\0\u{1}multiply\0\u{2}\u{9}average\0\u{2}\u{5}scale\0\u{2}\u{5}bias\0\u{2}\u{a}max\0\u{1}min\0\u{2}\u{9}dot\0\u{2}\u{a}reduce\0\u{2}\u{a}loadConstant\0\u{2}\u{a}reshape\0\u{1}flatten\0\u{2}\u{9}permute\0\u{2}\u{a}concat\0\u{2}\u{a}split\0\u{2}\u{a}sequenceRepeat\0\u{2}\u{5}reorganizeData\0\u{2}\u{5}slice\0\u{2}2simpleRecurrent\0\u{2}\u{a}gru\0\u{2}\u{a}uniDirectionalLSTM\0\u{2}\u{a}biDirectionalLSTM\0\u{2}F\u{1}custom\0\u{2}`\u{2}clip\0\u{2}\u{5}ceil\0\u{2}\u{5}floor\0\u{2}\u{a}sign\0\u{2}\u{5}round\0\u{2}i\u{1}erf\0\u{2}\u{5}gelu\0\u{2}\u{14}equal\0\u{2}\u{5}notEqual\0\u{2}\u{5}lessThan\0\u{2}\u{2}lessEqual\0\u{2}\u{3}greaterThan\0\u{2}\u{2}greaterEqual\0\u{2}\u{8}logicalOr\0\u{2}\u{5}logicalXor\0\u{2}\u{5}logicalNot\0\u{2}\u{5}logicalAnd\0\u{2}\u{f}minBroadcastable\0\u{2}\u{5}maxBroadcastable\0\u{2}\u{5}addBroadcastable\0\u{2}\u{5}powBroadcastable\0\u{2}\u{5}divideBroadcastable\0\u{2}\u{a}multiplyBroadcastable\0\u{2}\u{5}subtractBroadcastable\0\u{2}\u{f}tile\0\u{2}\u{a}gather\0\u{2}\u{14}softmaxND\0\u{2}\u{19}splitND\0\u{2}\u{5}concatND\0\u{2}\u{5}transpose\0\u{2}\u{a}sliceStatic\0\u{2}\u{1e}argMax\0\u{2}\u{f}embeddingND\0\u{2}\u{5}batchedMatmul\0\u{2}\u{19}loadConstantND\0\u{2}#broadcastToStatic\0\u{2}\u{f}squeeze\0\u{2}\u{5}expandDims\0\u{2}\u{5}flattenTo2D\0\u{2}\u{a}reshapeStatic\0\u{2}\u{f}constantPad\0\u{2}_\u{1}reduceL1\0\u{2}\u{5}reduceL2\0\u{2}\u{5}reduceMax\0\u{2}\u{5}reduceMin\0\u{2}\u{5}reduceSum\0\u{2}\u{5}reduceProd\0\u{2}\u{5}reduceMean\0\u{2}\u{5}reduceLogSum\0\u{2}\u{5}reduceSumSquare\0\u{2}\u{5}reduceLogSumExp\0\u{2}#whereBroadcastable\0\u{2}\u{14}layerNormalization\0")
 
   fileprivate class _StorageClass {
     var _name: String = String()
@@ -5542,6 +5789,136 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .gelu(v)
           }
         }()
+        case 815: try {
+          var v: CoreML_Specification_EqualLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .equal(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .equal(v)
+          }
+        }()
+        case 820: try {
+          var v: CoreML_Specification_NotEqualLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .notEqual(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .notEqual(v)
+          }
+        }()
+        case 825: try {
+          var v: CoreML_Specification_LessThanLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .lessThan(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .lessThan(v)
+          }
+        }()
+        case 827: try {
+          var v: CoreML_Specification_LessEqualLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .lessEqual(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .lessEqual(v)
+          }
+        }()
+        case 830: try {
+          var v: CoreML_Specification_GreaterThanLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .greaterThan(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .greaterThan(v)
+          }
+        }()
+        case 832: try {
+          var v: CoreML_Specification_GreaterEqualLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .greaterEqual(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .greaterEqual(v)
+          }
+        }()
+        case 840: try {
+          var v: CoreML_Specification_LogicalOrLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .logicalOr(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .logicalOr(v)
+          }
+        }()
+        case 845: try {
+          var v: CoreML_Specification_LogicalXorLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .logicalXor(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .logicalXor(v)
+          }
+        }()
+        case 850: try {
+          var v: CoreML_Specification_LogicalNotLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .logicalNot(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .logicalNot(v)
+          }
+        }()
+        case 855: try {
+          var v: CoreML_Specification_LogicalAndLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .logicalAnd(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .logicalAnd(v)
+          }
+        }()
         case 870: try {
           var v: CoreML_Specification_MinBroadcastableLayerParams?
           var hadOneofValue = false
@@ -5776,6 +6153,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .loadConstantNd(v)
           }
         }()
+        case 1105: try {
+          var v: CoreML_Specification_BroadcastToStaticLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .broadcastToStatic(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .broadcastToStatic(v)
+          }
+        }()
         case 1120: try {
           var v: CoreML_Specification_SqueezeLayerParams?
           var hadOneofValue = false
@@ -5969,6 +6359,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
           if let v = v {
             if hadOneofValue {try decoder.handleConflictingOneOf()}
             _storage._layer = .reduceLogSumExp(v)
+          }
+        }()
+        case 1330: try {
+          var v: CoreML_Specification_WhereBroadcastableLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .whereBroadcastable(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .whereBroadcastable(v)
           }
         }()
         case 1350: try {
@@ -6199,6 +6602,46 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .gelu(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 795)
       }()
+      case .equal?: try {
+        guard case .equal(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 815)
+      }()
+      case .notEqual?: try {
+        guard case .notEqual(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 820)
+      }()
+      case .lessThan?: try {
+        guard case .lessThan(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 825)
+      }()
+      case .lessEqual?: try {
+        guard case .lessEqual(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 827)
+      }()
+      case .greaterThan?: try {
+        guard case .greaterThan(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 830)
+      }()
+      case .greaterEqual?: try {
+        guard case .greaterEqual(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 832)
+      }()
+      case .logicalOr?: try {
+        guard case .logicalOr(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 840)
+      }()
+      case .logicalXor?: try {
+        guard case .logicalXor(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 845)
+      }()
+      case .logicalNot?: try {
+        guard case .logicalNot(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 850)
+      }()
+      case .logicalAnd?: try {
+        guard case .logicalAnd(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 855)
+      }()
       case .minBroadcastable?: try {
         guard case .minBroadcastable(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 870)
@@ -6271,6 +6714,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .loadConstantNd(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1070)
       }()
+      case .broadcastToStatic?: try {
+        guard case .broadcastToStatic(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1105)
+      }()
       case .squeeze?: try {
         guard case .squeeze(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1120)
@@ -6330,6 +6777,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
       case .reduceLogSumExp?: try {
         guard case .reduceLogSumExp(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1295)
+      }()
+      case .whereBroadcastable?: try {
+        guard case .whereBroadcastable(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1330)
       }()
       case .layerNormalization?: try {
         guard case .layerNormalization(let v)? = _storage._layer else { preconditionFailure() }
@@ -10138,6 +10589,311 @@ nonisolated extension CoreML_Specification_GeluLayerParams: SwiftProtobuf.Messag
 
 nonisolated extension CoreML_Specification_GeluLayerParams.GeluMode: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EXACT\0\u{1}TANH_APPROXIMATION\0\u{1}SIGMOID_APPROXIMATION\0")
+}
+
+nonisolated extension CoreML_Specification_EqualLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EqualLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}alpha\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularFloatField(value: &self.alpha) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.alpha.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.alpha, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_EqualLayerParams, rhs: CoreML_Specification_EqualLayerParams) -> Bool {
+    if lhs.alpha != rhs.alpha {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_NotEqualLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".NotEqualLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}alpha\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularFloatField(value: &self.alpha) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.alpha.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.alpha, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_NotEqualLayerParams, rhs: CoreML_Specification_NotEqualLayerParams) -> Bool {
+    if lhs.alpha != rhs.alpha {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LessThanLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LessThanLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}alpha\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.alpha) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.alpha.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.alpha, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LessThanLayerParams, rhs: CoreML_Specification_LessThanLayerParams) -> Bool {
+    if lhs.alpha != rhs.alpha {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LessEqualLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LessEqualLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}alpha\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.alpha) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.alpha.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.alpha, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LessEqualLayerParams, rhs: CoreML_Specification_LessEqualLayerParams) -> Bool {
+    if lhs.alpha != rhs.alpha {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_GreaterThanLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GreaterThanLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}alpha\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.alpha) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.alpha.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.alpha, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_GreaterThanLayerParams, rhs: CoreML_Specification_GreaterThanLayerParams) -> Bool {
+    if lhs.alpha != rhs.alpha {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_GreaterEqualLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GreaterEqualLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}alpha\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.alpha) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.alpha.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.alpha, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_GreaterEqualLayerParams, rhs: CoreML_Specification_GreaterEqualLayerParams) -> Bool {
+    if lhs.alpha != rhs.alpha {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LogicalOrLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LogicalOrLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LogicalOrLayerParams, rhs: CoreML_Specification_LogicalOrLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LogicalXorLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LogicalXorLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LogicalXorLayerParams, rhs: CoreML_Specification_LogicalXorLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LogicalNotLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LogicalNotLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LogicalNotLayerParams, rhs: CoreML_Specification_LogicalNotLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LogicalAndLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LogicalAndLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LogicalAndLayerParams, rhs: CoreML_Specification_LogicalAndLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_BroadcastToStaticLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BroadcastToStaticLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}targetShape\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.targetShape) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.targetShape.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.targetShape, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_BroadcastToStaticLayerParams, rhs: CoreML_Specification_BroadcastToStaticLayerParams) -> Bool {
+    if lhs.targetShape != rhs.targetShape {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_WhereBroadcastableLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WhereBroadcastableLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_WhereBroadcastableLayerParams, rhs: CoreML_Specification_WhereBroadcastableLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
 }
 
 nonisolated extension CoreML_Specification_MinBroadcastableLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

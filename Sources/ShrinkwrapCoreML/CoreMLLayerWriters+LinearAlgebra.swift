@@ -92,10 +92,13 @@ extension CoreMLLayerWriters {
         for (i, a) in axes.enumerated() { begin[a] = pads[i]; end[a] = pads[i + axes.count] }
         let value = try n.input(2).map { try w.values($0).first ?? 0 } ?? 0
         let mode = string(n, "mode", "constant")
-        let spatialOnly = r == 4 && begin[0] == 0 && begin[1] == 0 && end[0] == 0 && end[1] == 0
+        let trailingOnly = r >= 2 && (0..<(r - 2)).allSatisfy { begin[$0] == 0 && end[$0] == 0 }
+        // The padding layer pads the last two axes of any rank ≥ 2 (N-dimensional
+        // unless rank 4); constant pads of other ranks keep the constantPad layer.
+        if trailingOnly, r != 4, mode != "constant" { try w.needND("padding of rank \(r)") }
         var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
-        if spatialOnly {
-            l.padding.paddingAmounts.borderAmounts = (2..<4).map { a in
+        if trailingOnly && (r == 4 || mode != "constant") {
+            l.padding.paddingAmounts.borderAmounts = ((r - 2)..<r).map { a in
                 var e = CoreML_Specification_BorderAmounts.EdgeSizes()
                 e.startEdgeSize = UInt64(begin[a]); e.endEdgeSize = UInt64(end[a])
                 return e
@@ -107,7 +110,7 @@ extension CoreMLLayerWriters {
             default: throw LayerWriterError("pad mode \(mode)")
             }
         } else {
-            guard mode == "constant" else { throw LayerWriterError("\(mode) padding outside the last two axes of a rank-4 value") }
+            guard mode == "constant" else { throw LayerWriterError("\(mode) padding of an axis other than the last two (axes \((0..<r).filter { begin[$0] + end[$0] > 0 }) of rank \(r))") }
             try w.needND("constantPad")
             l.constantPad.value = value
             l.constantPad.padAmounts = (0..<r).flatMap { [UInt64(begin[$0]), UInt64(end[$0])] }

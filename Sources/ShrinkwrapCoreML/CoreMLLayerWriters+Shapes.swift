@@ -107,6 +107,14 @@ extension CoreMLLayerWriters {
         guard let x = n.input(0) else { throw LayerWriterError("no input") }
         if n.opType == "Cast" {
             let to = DType(onnxDataType: int(n, "to", 1))
+            if to == .bool {
+                // Non-zero → 1.0, zero → 0.0.
+                try w.needND("notEqual")
+                var l = w.layer(n.name, inputs: [try w.inputBlob(x)], outputs: out(n))
+                l.notEqual.alpha = 0
+                w.add(l)
+                return
+            }
             guard to?.isFloatingPoint == true || to == .int32 || to == .int64 else { throw LayerWriterError("cast to \(to.map { $0.rawValue } ?? "?")") }
         }
         if !w.isGraphOutput(n.outputs[0]) {

@@ -40,6 +40,10 @@ enum CoreMLLayerWriters {
         "LSTM": lstm, "GRU": gru, "RNN": rnn,
         "InstanceNormalization": instanceNorm,
         "DepthToSpace": reorganize, "SpaceToDepth": reorganize,
+        "Equal": compare, "Less": compare, "Greater": compare, "LessOrEqual": compare, "GreaterOrEqual": compare,
+        "And": logical, "Or": logical, "Xor": logical, "Not": logical,
+        "Where": whereOp,
+        "Expand": expand,
     ]
 
     // MARK: attribute helpers

@@ -7,5 +7,13 @@ enum CoreMLLowering {
     static let pipeline = LoweringPipeline([
         // NeuralNetwork has a hard-sigmoid activation but no hard-swish.
         .decomposeHardSwish,
+        // The pooling layer's global pooling covers [N, C, H, W] only.
+        .globalPoolAsReduction(keepingRanks: [4]),
+        // The PReLU activation takes one slope or one per channel (axis −3).
+        .preluSlopeOnChannelAxis,
+        // The padding layer's reflect / edge modes pad the last two axes only.
+        .padOnTrailingAxes(2, modes: ["reflect", "edge"]),
+        // The clip layer takes its bounds as numbers.
+        .clipRuntimeBoundsAsMinMax,
     ])
 }
