@@ -26,7 +26,11 @@ extension CoreMLLayerWriters {
             let count = ss.reduce(1, *)
             // Core ML: one alpha, or one per channel (axis -3).
             let channels = xs.count >= 3 ? xs[xs.count - 3] : (xs.count == 2 ? xs[1] : 1)
-            let perChannel = count == channels && (ss.count < 3 || ss.count >= 3 && ss[ss.count - 3] == channels)
+            // The slope broadcasts against x's trailing axes (ONNX rules): per channel only when it
+            // varies along nothing but the channel axis ([C, 1, 1] for NCHW; a [C] slope runs along W).
+            let channelAxis = xs.count >= 3 ? xs.count - 3 : 1
+            let offset = xs.count - ss.count
+            let perChannel = count == channels && offset >= 0 && ss.indices.allSatisfy { ss[$0] == 1 || offset + $0 == channelAxis }
                 && (xs.count >= 3 || w.rank5)
             guard count == 1 || perChannel else { throw LayerWriterError("slope shape \(ss) is neither a scalar nor per channel") }
             a.preLu.alpha = try w.weights(slope, reshape: [count])

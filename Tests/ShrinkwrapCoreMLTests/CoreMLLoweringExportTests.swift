@@ -135,6 +135,24 @@ final class CoreMLLoweringExportTests: XCTestCase {
         XCTAssertEqual(k.filter { $0 == "transpose" }.count, 4, "\(k)")
     }
 
+    /// A [C] slope on an NCHW value broadcasts along W (ONNX rules), not along the channels,
+    /// even when W happens to equal C.
+    func testPReluSlopeOfRankOneRunsAlongTheLastAxis() throws {
+        var b = Builder()
+        b.input("x", [1, 3, 2, 3])
+        b.weight("s", [3])
+        b.node("PRelu", ["x", "s"], ["y"])
+        b.output("y")
+        try roundTrip(&b, "prelu [C] along W")
+        var c = Builder()
+        c.input("x", [1, 3, 2, 3])
+        c.weight("s", [3, 1, 1])
+        c.node("PRelu", ["x", "s"], ["y"])
+        c.output("y")
+        let k = kinds(try roundTrip(&c, "prelu [C, 1, 1]"))
+        XCTAssertEqual(k, ["activation"], "a per-channel slope is one PReLU layer")
+    }
+
     func testClipWithBoundsComputedAtRunTime() throws {
         var b = Builder()
         b.input("x", [1, 1, 5, 4])
