@@ -196,7 +196,8 @@ struct GraphBuilder {
     }
 
     func valueInfo(_ v: Onnx_ValueInfoProto, place: String) throws -> ValueInfo {
-        guard v.hasType else { return ValueInfo(name: v.name, dtype: nil, shape: nil, docString: v.docString) }
+        // No type, or an empty TypeProto (subgraph outputs often have one): nothing is known.
+        guard v.hasType, v.type.value != nil else { return ValueInfo(name: v.name, dtype: nil, shape: nil, docString: v.docString) }
         guard case .tensorType(let tt)? = v.type.value else {
             throw ImportError.unsupported(location(place), what: "non-tensor value (sequence, map or optional types)")
         }
