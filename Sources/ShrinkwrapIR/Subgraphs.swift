@@ -72,6 +72,11 @@ extension Graph {
     /// Whether any node, at any depth, has a subgraph.
     public var hasControlFlow: Bool { nodes.contains { $0.hasSubgraphs } }
 
+    /// Every subgraph at any depth, depth first.
+    public var allSubgraphs: [Graph] {
+        nodes.flatMap { n in n.subgraphs.flatMap { [$0.graph] + $0.graph.allSubgraphs } }
+    }
+
     /// Every node of the graph and of its subgraphs, depth first (subgraph nodes after their owner).
     public var allNodes: [Node] {
         var out: [Node] = []

@@ -1,3 +1,4 @@
+import Foundation
 import ONNXSchema
 import ShrinkwrapIR
 
@@ -39,6 +40,16 @@ extension ONNXExporter {
             }
         }
         return opset
+    }
+
+    /// The node with the data of its subgraphs' initializers taken out, at any depth (for the layout's graph bytes).
+    static func blankingSubgraphInitializers(_ node: Onnx_NodeProto) -> Onnx_NodeProto {
+        var n = node
+        for k in n.attribute.indices where n.attribute[k].hasG {
+            for i in n.attribute[k].g.initializer.indices { n.attribute[k].g.initializer[i].rawData = Data() }
+            n.attribute[k].g.node = n.attribute[k].g.node.map(blankingSubgraphInitializers)
+        }
+        return n
     }
 
     /// Node names must be unique within a graph (onnxruntime refuses a model

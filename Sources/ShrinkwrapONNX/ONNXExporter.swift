@@ -113,9 +113,12 @@ public enum ONNXExporter {
         for i in bare.graph.initializer.indices where weights.weightData.contains(bare.graph.initializer[i].name) {
             bare.graph.initializer[i].rawData = Data()
         }
+        bare.graph.node = bare.graph.node.map(blankingSubgraphInitializers)
         let graphBytes = (try bare.serializedBytes() as Data).count
-        let encoded = graph.constants.reduce(0) { $0 + $1.encoding.storageBytes }
-        let layout = Layout(opset: opset, fileBytes: data.count, storedWeightBytes: weights.payloadBytes,
+        // Subgraph weights (If branches, Loop bodies) are stored as imported: dense, their bytes as encoded.
+        let inner = graph.allSubgraphs.flatMap(\.constants).reduce(0) { $0 + $1.encoding.storageBytes }
+        let encoded = graph.constants.reduce(0) { $0 + $1.encoding.storageBytes } + inner
+        let layout = Layout(opset: opset, fileBytes: data.count, storedWeightBytes: weights.payloadBytes + inner,
                             encodedWeightBytes: encoded, graphBytes: graphBytes)
         return (data, layout)
     }

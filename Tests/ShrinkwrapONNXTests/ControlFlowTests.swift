@@ -93,6 +93,10 @@ final class ControlFlowTests: XCTestCase {
         let g = try load(ifModel())
         XCTAssertEqual(g.nodes.map(\.opType), ["If"])
         XCTAssertEqual(g.nodes[0].capturedNames, ["x"])
+        let seen = Inspection(graph: g, file: "if.onnx").subgraphs
+        XCTAssertEqual(seen?.count, 2)
+        XCTAssertEqual(seen?.nodeCount, 2)
+        XCTAssertEqual(seen?.weightCount, 1)  // the else branch's initializer
         XCTAssertEqual(try run(g, ["x": x, "c": flag(true)])["y"]?.floats, [2, -4, 10])
         XCTAssertEqual(try run(g, ["x": x, "c": flag(false)])["y"]?.floats, [2, -6, 20])
     }
@@ -234,6 +238,10 @@ final class ControlFlowTests: XCTestCase {
         XCTAssertFalse(folded.hasControlFlow)
         XCTAssertEqual(try run(folded, ["x": x])["y"]?.floats, [1, -2, 5])
         XCTAssertEqual(try run(g, ["x": x])["y"]?.floats, [1, -2, 5])
+        // What the fixed-shape exporters get: no control flow left, same values.
+        let prepared = try ExportPreparation.prepare(g, format: "TensorFlow Lite").graph
+        XCTAssertFalse(prepared.hasControlFlow)
+        XCTAssertEqual(try run(prepared, ["x": x])["y"]?.floats, [1, -2, 5])
 
         var other = try load(ifModel())
         try Models.pinValues([InputValuePin(name: "c", values: [0])], in: &other)
