@@ -36,6 +36,15 @@ public struct Inspection: Codable, Sendable {
     public var labels: [String]
 
     public struct OpCount: Codable, Sendable { public var op: String; public var count: Int }
+    /// What If branches and Loop bodies hold, at any depth (nil without control flow).
+    public struct Subgraphs: Codable, Sendable {
+        public var count: Int
+        public var nodeCount: Int
+        public var ops: [OpCount]
+        public var weightCount: Int
+        public var weightBytes: Int
+    }
+    public var subgraphs: Subgraphs?
 
     public init(graph g: Graph, file: String, largest: Int = 5) {
         func value(_ v: ValueInfo) -> Value {
@@ -58,6 +67,15 @@ public struct Inspection: Codable, Sendable {
         var hist: [String: Int] = [:]
         for n in g.nodes { hist[n.opType, default: 0] += 1 }
         ops = hist.map { OpCount(op: $0.key, count: $0.value) }.sorted { ($0.count, $1.op) > ($1.count, $0.op) }
+        let subs = g.allSubgraphs
+        if !subs.isEmpty {
+            var inner: [String: Int] = [:]
+            for s in subs { for n in s.nodes { inner[n.opType, default: 0] += 1 } }
+            let constants = subs.flatMap(\.constants)
+            subgraphs = Subgraphs(count: subs.count, nodeCount: subs.reduce(0) { $0 + $1.nodes.count },
+                                  ops: inner.map { OpCount(op: $0.key, count: $0.value) }.sorted { ($0.count, $1.op) > ($1.count, $0.op) },
+                                  weightCount: constants.count, weightBytes: constants.reduce(0) { $0 + $1.encoding.storageBytes })
+        }
         let weights = g.constants.map {
             Weight(name: $0.name, dtype: $0.encoding.dtype.rawValue, encoding: $0.encoding.kind,
                    shape: $0.encoding.shape, bytes: $0.encoding.storageBytes)
@@ -96,6 +114,11 @@ public struct Inspection: Codable, Sendable {
         s += "  weights:   \(weightCount) tensors, \(Inspection.formatBytes(weightBytes))\n"
         for w in largestWeights {
             s += "    \(w.name): \(w.encoding) [\(w.shape.map(String.init).joined(separator: ", "))] \(Inspection.formatBytes(w.bytes))\n"
+        }
+        if let sub = subgraphs {
+            s += "  subgraphs: \(sub.count) (If branches, Loop bodies) with \(sub.nodeCount) nodes, "
+                + "\(sub.weightCount) weight tensors, \(Inspection.formatBytes(sub.weightBytes))\n"
+            s += "    ops:     " + sub.ops.map { "\($0.op)×\($0.count)" }.joined(separator: ", ") + "\n"
         }
         if !metadata.isEmpty {
             s += "  metadata:\n"

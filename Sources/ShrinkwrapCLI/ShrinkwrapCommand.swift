@@ -195,11 +195,17 @@ struct ShapeFlags: ParsableArguments {
         valueName: "NAME=DIMS"))
     var inputShapes: [String] = []
 
-    /// Pins the shapes (all problems listed at once) and says what changed.
+    @Option(name: .customLong("input-value"), help: ArgumentHelp(
+        "Fix an input's value: NAME=v0,v1,… (e.g. sr=16000); the input becomes a constant, and Ifs it decides keep only the branch taken when written to .tflite / .mlmodel.",
+        valueName: "NAME=VALUES"))
+    var inputValues: [String] = []
+
+    /// Pins the shapes, then the values (all problems listed at once) and says what changed.
     func apply(to graph: inout Graph) throws {
-        guard !inputShapes.isEmpty else { return }
-        let pins = try inputShapes.map { try InputShapePin(parsing: $0) }
-        for line in try Models.pin(pins, in: &graph) { FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
+        var lines: [String] = []
+        if !inputShapes.isEmpty { lines += try Models.pin(try inputShapes.map { try InputShapePin(parsing: $0) }, in: &graph) }
+        if !inputValues.isEmpty { lines += try Models.pinValues(try inputValues.map { try InputValuePin(parsing: $0) }, in: &graph) }
+        for line in lines { FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }
     }
 }
 

@@ -77,6 +77,8 @@ public enum GraphError: UserFacingError, Sendable, Equatable {
     case duplicateValue(value: String, node: String)
     /// A graph output is never produced.
     case undefinedOutput(String)
+    /// A subgraph (attribute `attribute` of node `node`) is invalid: `reason` says how.
+    case inSubgraph(node: String, attribute: String, String)
 
     public var description: String { text.escapingControlCharacters }
 
@@ -86,6 +88,7 @@ public enum GraphError: UserFacingError, Sendable, Equatable {
         case .cycle(let nodes): return "graph has a cycle through nodes: \(nodes.prefix(8).joined(separator: ", "))\(nodes.count > 8 ? ", …" : "")"
         case .duplicateValue(let v, let n): return "value '\(v)' is defined twice (again by node '\(n)')"
         case .undefinedOutput(let o): return "graph output '\(o)' is never produced"
+        case .inSubgraph(let n, let a, let r): return "in subgraph '\(a)' of node '\(n)': \(r)"
         }
     }
 }

@@ -49,6 +49,9 @@ public enum Attribute: Sendable, Equatable {
     case floats([Float])
     case strings([String])
     case tensor(Tensor)
+    /// A subgraph (If's branches, Loop's body). Its nodes may read values of
+    /// the enclosing graphs by name (`Graph.capturedNames`).
+    case graph(Graph)
 }
 
 /// One operator application. Op semantics are ONNX's at its latest opset;

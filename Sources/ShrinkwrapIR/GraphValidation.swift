@@ -1,8 +1,12 @@
 extension Graph {
     /// Checks that every node input is defined, that no value is defined twice
     /// and that the outputs are produced; reorders nodes topologically (stable:
-    /// nodes already in order keep their order) and reports cycles.
-    public func validatedAndSorted() throws -> Graph {
+    /// nodes already in order keep their order) and reports cycles. Subgraphs
+    /// are checked too; a node with subgraphs depends on what they capture.
+    public func validatedAndSorted() throws -> Graph { try validatedAndSorted(outerScope: []) }
+
+    /// As `validatedAndSorted()`, for a subgraph that may also read `outerScope`.
+    public func validatedAndSorted(outerScope: Set<String>) throws -> Graph {
         var defined = Set<String>(inputs.map(\.name))
         for c in constants { defined.insert(c.name) }
         // Which node produces which value.
@@ -21,11 +25,14 @@ extension Graph {
         var indegree = [Int](repeating: 0, count: nodes.count)
         var users = [[Int]](repeating: [], count: nodes.count)
         for (i, n) in nodes.enumerated() {
-            for inp in n.inputs where !inp.isEmpty {
+            for inp in n.readNames {
                 if let p = producer[inp] {
                     users[p].append(i)
                     indegree[i] += 1
-                } else if !defined.contains(inp) {
+                } else if !defined.contains(inp) && !outerScope.contains(inp) {
+                    if !n.inputs.contains(inp), let (key, _) = n.subgraphs.first(where: { $0.graph.capturedNames.contains(inp) }) {
+                        throw GraphError.inSubgraph(node: n.label, attribute: key, "reads undefined value '\(inp)'")
+                    }
                     throw GraphError.undefinedValue(node: n.label, value: inp)
                 }
             }
@@ -57,11 +64,15 @@ extension Graph {
             let stuck = (0..<nodes.count).filter { !done[$0] }.map { nodes[$0].label }
             throw GraphError.cycle(nodes: stuck)
         }
-        for o in outputs where producer[o.name] == nil && !defined.contains(o.name) {
+        for o in outputs where producer[o.name] == nil && !defined.contains(o.name) && !outerScope.contains(o.name) {
             throw GraphError.undefinedOutput(o.name)
         }
         var g = self
         if order != Array(0..<nodes.count) { g.nodes = order.map { nodes[$0] } }
+        if g.hasControlFlow {
+            let scope = outerScope.union(defined).union(producer.keys)
+            for k in g.nodes.indices { g.nodes[k] = try g.validatedSubgraphs(of: g.nodes[k], scope: scope) }
+        }
         return g
     }
 }

@@ -23,18 +23,10 @@ public struct NameAllocator: Sendable {
     }
 
     /// An allocator that leaves every name `graph` uses alone: node names,
-    /// node inputs and outputs, constants, graph inputs and outputs.
+    /// node inputs and outputs, constants, graph inputs and outputs,
+    /// in the graph and its subgraphs.
     public init(_ style: Style = .suffixed, reserving graph: Graph) {
-        var names = Set<String>()
-        for n in graph.nodes {
-            names.insert(n.name)
-            names.formUnion(n.inputs)
-            names.formUnion(n.outputs)
-        }
-        names.formUnion(graph.constants.map(\.name))
-        names.formUnion(graph.inputs.map(\.name))
-        names.formUnion(graph.outputs.map(\.name))
-        self.init(style, taken: names)
+        self.init(style, taken: graph.allNames)
     }
 
     /// A free name made from `base`; it is taken from now on.

@@ -68,10 +68,10 @@ public enum ONNXExporter {
         guard weights.payloadBytes < Int(Int32.max) - (64 << 20) else {
             throw ExportError.unsupported(format: "ONNX", what: "\(weights.payloadBytes) bytes of weights: files over 2 GiB need external data, which the exporter does not write; compress the weights (e.g. --mode fp16) first")
         }
-        var opset = max(defaultOpset, weights.minimumOpset)
+        var opset = max(defaultOpset, weights.minimumOpset, try subgraphWeightOpset(graph))
         // Each node's form sets a lowest opset (the op table says which); an op written as an
-        // expansion (Swish) counts as the older ops it becomes, all at most 13.
-        for n in graph.nodes where ONNXOps.expanded[n.opType] == nil {
+        // expansion (Swish) counts as the older ops it becomes, all at most 13. Subgraph nodes count too.
+        for n in graph.allNodes where ONNXOps.expanded[n.opType] == nil {
             guard let minimum = OpTable[n.opType]?.onnxOpset else { throw ExportError.unsupportedOps(format: "ONNX", ops: [n.opType]) }
             opset = max(opset, minimum(n))
         }
@@ -81,14 +81,7 @@ public enum ONNXExporter {
         g.initializer = weights.initializers
         g.node = weights.nodes
         for n in graph.nodes { g.node += try nodes(for: n, opset: opset, names: &names) }
-        // Node names must be unique (onnxruntime refuses a model otherwise); an
-        // importer may give several nodes one source op's name.
-        var nodeNames = Set<String>()
-        for i in g.node.indices where !g.node[i].name.isEmpty {
-            var name = g.node[i].name, k = 1
-            while !nodeNames.insert(name).inserted { k += 1; name = "\(g.node[i].name)_\(k)" }
-            g.node[i].name = name
-        }
+        uniquifyNodeNames(&g.node)
         let constants = Set(graph.constants.map(\.name))
         g.input = graph.inputs.filter { !constants.contains($0.name) }.map(valueInfo)
         g.output = graph.outputs.map(valueInfo)
@@ -120,9 +113,12 @@ public enum ONNXExporter {
         for i in bare.graph.initializer.indices where weights.weightData.contains(bare.graph.initializer[i].name) {
             bare.graph.initializer[i].rawData = Data()
         }
+        bare.graph.node = bare.graph.node.map(blankingSubgraphInitializers)
         let graphBytes = (try bare.serializedBytes() as Data).count
-        let encoded = graph.constants.reduce(0) { $0 + $1.encoding.storageBytes }
-        let layout = Layout(opset: opset, fileBytes: data.count, storedWeightBytes: weights.payloadBytes,
+        // Subgraph weights (If branches, Loop bodies) are stored as imported: dense, their bytes as encoded.
+        let inner = graph.allSubgraphs.flatMap(\.constants).reduce(0) { $0 + $1.encoding.storageBytes }
+        let encoded = graph.constants.reduce(0) { $0 + $1.encoding.storageBytes } + inner
+        let layout = Layout(opset: opset, fileBytes: data.count, storedWeightBytes: weights.payloadBytes + inner,
                             encodedWeightBytes: encoded, graphBytes: graphBytes)
         return (data, layout)
     }
@@ -142,7 +138,7 @@ public enum ONNXExporter {
     static func checkExportable(_ graph: Graph) throws {
         var unknown: [String] = []
         var problems: [String] = []
-        for n in graph.nodes {
+        for n in graph.allNodes {
             if ONNXOps.translators[n.opType] == nil && ONNXOps.expanded[n.opType] == nil {
                 if !unknown.contains(n.opType) { unknown.append(n.opType) }
             }
@@ -160,7 +156,7 @@ public enum ONNXExporter {
     /// The ONNX nodes for one IR node: itself, or its expansion when the op
     /// is newer than the opsets runtimes run (Swish).
     static func nodes(for n: Node, opset: Int, names: inout NameAllocator) throws -> [Onnx_NodeProto] {
-        if let expand = ONNXOps.expanded[n.opType] { return try expand(n, &names).map(proto) }
+        if let expand = ONNXOps.expanded[n.opType] { return try expand(n, &names).map { try proto($0, opset: opset, names: &names) } }
         var n = n
         // The IR's Split always says num_outputs; with a split input ONNX wants only the input.
         if n.opType == "Split", n.input(1) != nil { n.attributes["num_outputs"] = nil }
@@ -171,10 +167,10 @@ public enum ONNXExporter {
             n.attributes["coordinate_transformation_mode"] = .string("half_pixel")
             n.attributes["nearest_mode"] = .string("round_prefer_ceil")
         }
-        return [try proto(n)]
+        return [try proto(n, opset: opset, names: &names)]
     }
 
-    static func proto(_ n: Node) throws -> Onnx_NodeProto {
+    static func proto(_ n: Node, opset: Int, names: inout NameAllocator) throws -> Onnx_NodeProto {
         var p = Onnx_NodeProto()
         p.name = n.name
         p.opType = n.opType
@@ -183,11 +179,20 @@ public enum ONNXExporter {
         if !n.docString.isEmpty { p.docString = n.docString }
         for key in n.attributes.keys.sorted() {
             guard let value = n.attributes[key] else { continue }
-            p.attribute.append(try attribute(key, value, node: n))
+            if case .graph(let sub) = value {
+                var a = Onnx_AttributeProto()
+                a.name = key
+                a.type = .graph
+                a.g = try graphProto(sub, opset: opset, names: &names)
+                p.attribute.append(a)
+            } else {
+                p.attribute.append(try attribute(key, value, node: n))
+            }
         }
         return p
     }
 
+    /// A non-graph attribute (graphs need the opset and names: `proto`).
     static func attribute(_ name: String, _ value: Attribute, node: Node) throws -> Onnx_AttributeProto {
         var a = Onnx_AttributeProto()
         a.name = name
@@ -199,6 +204,7 @@ public enum ONNXExporter {
         case .floats(let v): a.type = .floats; a.floats = v
         case .strings(let v): a.type = .strings; a.strings = v.map { Data($0.utf8) }
         case .tensor(let t): a.type = .tensor; a.t = ONNXWeightWriter.tensorProto(t, name: "")
+        case .graph: throw ExportError.unsupported(format: "ONNX", what: "subgraph attribute '\(name)' of \(node.opType) '\(node.label)' outside a node")
         }
         return a
     }

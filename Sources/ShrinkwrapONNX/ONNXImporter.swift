@@ -92,14 +92,16 @@ struct GraphBuilder {
     var fourBitConstants = Set<String>()
     /// Where each DequantizeLinear came from (by output), for messages.
     var dequantizePlaces: [String: String] = [:]
-    /// Names of values the importer introduces: `hint__swN`.
-    private var names = NameAllocator(.numbered(separator: "__sw"))
+    /// Names of values the importer introduces: `hint__swN` (one allocator for a graph and its subgraphs).
+    var names = NameAllocator(.numbered(separator: "__sw"))
+    /// Where this graph sits, for messages: "" for the main graph, else the owning node and attribute.
+    var scope = ""
 
     init(file: String, opset: Int, tensors: ONNXTensorDecoder) {
         self.file = file; self.opset = opset; self.tensors = tensors
     }
 
-    func location(_ place: String) -> SourceLocation { SourceLocation(file: file, place: place) }
+    func location(_ place: String) -> SourceLocation { SourceLocation(file: file, place: scope + place) }
 
     /// A fresh value name for values the importer introduces.
     mutating func freshName(_ hint: String) -> String { names.fresh(hint) }
@@ -112,9 +114,17 @@ struct GraphBuilder {
     }
 
     mutating func build(_ g: Onnx_GraphProto) throws -> Graph {
+        // Every unsupported op, subgraphs included, is listed before anything is translated.
+        var unsupported: [String] = []
+        Self.collectUnsupported(g, into: &unsupported)
+        if !unsupported.isEmpty { throw ImportError.unsupportedOps(file: file, ops: unsupported) }
+        Self.reserveNames(g, in: &names)
+        return try buildGraph(g)
+    }
+
+    /// Translates one graph (the main graph or a subgraph) whose ops are all supported.
+    mutating func buildGraph(_ g: Onnx_GraphProto) throws -> Graph {
         graph.name = g.name
-        for n in g.node { names.reserve(n.output); names.reserve(n.input) }
-        names.reserve(g.initializer.map(\.name))
         if let s = g.sparseInitializer.first {
             throw ImportError.unsupported(location("sparse_initializer '\(s.values.name)'"), what: "sparse initializers")
         }
@@ -134,28 +144,21 @@ struct GraphBuilder {
         for v in graph.inputs + graph.outputs { graph.valueInfo[v.name] = v }
         graph.metadata.docString = g.docString
 
-        // Translate every node, collecting unsupported ops before failing.
-        var unsupported: [String] = []
-        var seenUnsupported = Set<String>()
         for (i, p) in g.node.enumerated() {
             let place = "node[\(i)] '\(p.name)' (\(p.opType))"
             let domain = p.domain == "ai.onnx" ? "" : p.domain
             guard domain.isEmpty, let translate = ONNXOps.translators[p.opType] else {
-                let key = domain.isEmpty ? p.opType : "\(domain).\(p.opType)"
-                if seenUnsupported.insert(key).inserted { unsupported.append(key) }
-                continue
+                throw ImportError.unsupportedOps(file: file, ops: [p.opType])  // collectUnsupported lists them first
             }
-            if !unsupported.isEmpty { continue }  // keep scanning for more unsupported ops only
             let node = try self.node(p, place: place)
             try translate(&self, node, place)
         }
-        if !unsupported.isEmpty { throw ImportError.unsupportedOps(file: file, ops: unsupported) }
         try foldWeightDecoding()
         return graph
     }
 
     /// The NodeProto as an IR node with ONNX attributes converted.
-    func node(_ p: Onnx_NodeProto, place: String) throws -> Node {
+    mutating func node(_ p: Onnx_NodeProto, place: String) throws -> Node {
         var attrs: [String: Attribute] = [:]
         for a in p.attribute {
             let aplace = "\(place) attribute '\(a.name)'"
@@ -169,8 +172,9 @@ struct GraphBuilder {
             case .ints: attrs[a.name] = .ints(a.ints.map { Int(clamping: $0) })
             case .strings: attrs[a.name] = .strings(a.strings.map { String(decoding: $0, as: UTF8.self) })
             case .tensor: attrs[a.name] = .tensor(try tensors.decode(a.t, place: aplace))
-            case .graph, .graphs:
-                throw ImportError.unsupported(location(aplace), what: "subgraphs (\(p.opType) bodies); control flow is not supported")
+            case .graph: attrs[a.name] = .graph(try subgraph(a.g, place: aplace))
+            case .graphs:
+                throw ImportError.unsupported(location(aplace), what: "lists of subgraphs (\(p.opType))")
             default:
                 throw ImportError.unsupported(location(aplace), what: "attribute type \(type)")
             }
@@ -192,7 +196,8 @@ struct GraphBuilder {
     }
 
     func valueInfo(_ v: Onnx_ValueInfoProto, place: String) throws -> ValueInfo {
-        guard v.hasType else { return ValueInfo(name: v.name, dtype: nil, shape: nil, docString: v.docString) }
+        // No type, or an empty TypeProto (subgraph outputs often have one): nothing is known.
+        guard v.hasType, v.type.value != nil else { return ValueInfo(name: v.name, dtype: nil, shape: nil, docString: v.docString) }
         guard case .tensorType(let tt)? = v.type.value else {
             throw ImportError.unsupported(location(place), what: "non-tensor value (sequence, map or optional types)")
         }

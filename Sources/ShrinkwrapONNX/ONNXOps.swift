@@ -65,6 +65,8 @@ enum ONNXOps {
         t["TopK"] = ONNXOps.topK
         t["PRelu"] = ONNXOps.preluLegacy
         t["DequantizeLinear"] = ONNXOps.dequantizeLinear
+        t["If"] = ONNXOps.ifNode  // ONNXControlFlow.swift
+        t["Loop"] = ONNXOps.loop
         t["Scatter"] = ONNXOps.renamed("ScatterElements")  // deprecated in opset 11, same meaning
         for op in ["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"] {
             t[op] = ONNXOps.legacyBroadcast

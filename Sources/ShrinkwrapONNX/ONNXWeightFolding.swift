@@ -363,7 +363,7 @@ private struct WeightFoldScan {
     var codeBits: [String: Int] = [:]
 
     init(_ graph: Graph, fourBitConstants: Set<String>) {
-        for n in graph.nodes { for i in n.inputs where !i.isEmpty { uses[i, default: 0] += 1 } }
+        for n in graph.nodes { for i in n.readNames { uses[i, default: 0] += 1 } }  // subgraph captures are reads too
         // Graph outputs, and initializers an old file also lists as inputs, are never folded away.
         for v in graph.outputs + graph.inputs { uses[v.name, default: 0] += 2 }
         outputs = Set(graph.outputs.map(\.name))

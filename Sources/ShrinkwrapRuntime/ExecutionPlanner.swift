@@ -48,7 +48,8 @@ struct ExecutionPlanner {
         }
         for n in graph.nodes {
             let inputs = n.inputs.filter { !$0.isEmpty }
-            let allConstant = !inputs.isEmpty && inputs.allSatisfy { folded[$0] != nil || graph.isConstant($0) }
+            // A node with subgraphs (If, Loop) runs at run time: its branches read captured values.
+            let allConstant = !inputs.isEmpty && !n.hasSubgraphs && inputs.allSatisfy { folded[$0] != nil || graph.isConstant($0) }
             guard allConstant, let kernel = KernelRegistry.kernels[n.opType],
                   !n.outputs.contains(where: { graphOutputs.contains($0) }) else {
                 kept.append(n)
@@ -64,7 +65,7 @@ struct ExecutionPlanner {
         }
         if folded.isEmpty { return }
         // Only values still read by a remaining node become constants.
-        let read = Set(kept.flatMap(\.inputs))
+        let read = Set(kept.flatMap(\.readNames))
         for n in graph.nodes {
             for o in n.outputs where !o.isEmpty && read.contains(o) {
                 if let t = folded[o] { graph.setConstant(Constant(name: o, tensor: t)) }
@@ -78,7 +79,7 @@ struct ExecutionPlanner {
     /// How many nodes read each value (graph outputs count as readers).
     func readers() -> [String: Int] {
         var r: [String: Int] = [:]
-        for n in graph.nodes { for i in n.inputs where !i.isEmpty { r[i, default: 0] += 1 } }
+        for n in graph.nodes { for i in n.readNames { r[i, default: 0] += 1 } }
         for o in graph.outputs { r[o.name, default: 0] += 1 }
         return r
     }

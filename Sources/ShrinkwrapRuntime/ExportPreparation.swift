@@ -16,8 +16,11 @@ public enum ExportPreparation {
 
     /// The prepared graph. A leading symbolic or unknown dimension (the
     /// batch) becomes `batch`; any other non-fixed dimension is an error,
-    /// since the exporter cannot guess it.
-    public static func prepare(_ graph: Graph, batch: Int = 1) throws -> (graph: Graph, report: Report) {
+    /// since the exporter cannot guess it. Ifs whose conditions become
+    /// constant are inlined (`foldingConstantBranches`); control flow that
+    /// stays is refused, since these formats cannot express it (`format`
+    /// names the format in the message).
+    public static func prepare(_ graph: Graph, batch: Int = 1, format: String = "this format") throws -> (graph: Graph, report: Report) {
         var g = graph
         var report = Report()
         for (k, input) in g.inputs.enumerated() where !g.isConstant(input.name) {
@@ -35,9 +38,18 @@ public enum ExportPreparation {
             }
             g.inputs[k].shape = fixed
         }
-        let (folded, count) = try StaticFolding.fold(g)
+        var (folded, count) = try StaticFolding.fold(g)
+        // An inlined branch can make more values static, and the conditions of its own Ifs constant.
+        while folded.hasControlFlow {
+            let (inlined, branches) = folded.foldingConstantBranches()
+            guard branches > 0 else { break }
+            let (refolded, more) = try StaticFolding.fold(inlined)
+            folded = refolded
+            count += branches + more
+        }
         g = folded
         report.foldedNodes = count
+        try refuseControlFlow(g, format: format)
 
         var inputs: [String: Tensor] = [:]
         for i in g.runtimeInputs {
@@ -62,5 +74,17 @@ public enum ExportPreparation {
         }
         g.valueInfo = info
         return (g, report)
+    }
+
+    /// One line naming every If / Loop left: they have no counterpart in the fixed-shape formats yet.
+    static func refuseControlFlow(_ g: Graph, format: String) throws {
+        let left = g.nodes.filter(\.hasSubgraphs)
+        guard !left.isEmpty else { return }
+        let what = left.map { n in
+            n.opType == "If"
+                ? "If '\(n.label)' (its condition is not constant: pin the inputs it depends on with --input-value / --input-shape)"
+                : "\(n.opType) '\(n.label)' (loops are not written to this format yet; .onnx keeps them)"
+        }
+        throw ExportError.unsupported(format: format, what: "control flow: " + what.joined(separator: "; "))
     }
 }

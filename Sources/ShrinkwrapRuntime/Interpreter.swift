@@ -51,7 +51,7 @@ public final class Interpreter: @unchecked Sendable {
         self.graph = validated
         self.options = options
 
-        let missing = Set(validated.nodes.map(\.opType).filter { KernelRegistry.kernels[$0] == nil }).sorted()
+        let missing = Set(validated.allNodes.map(\.opType).filter { KernelRegistry.kernels[$0] == nil }).sorted()
         if !missing.isEmpty {
             throw KernelError.noKernel(op: missing.joined(separator: ", "))
         }
@@ -71,7 +71,8 @@ public final class Interpreter: @unchecked Sendable {
         var lastUse: [Int: Int] = [:]
         var built: [(Node, [Int], [Int])] = []
         for (si, n) in g.nodes.enumerated() {
-            let ins = n.inputs.map { $0.isEmpty ? -1 : slot($0) }
+            // A node with subgraphs also reads what they capture (after its own inputs).
+            let ins = (n.inputs + n.capturedNames).map { $0.isEmpty ? -1 : slot($0) }
             let outs = n.outputs.map { $0.isEmpty ? -1 : slot($0) }
             for s in ins where s >= 0 { lastUse[s] = si }
             built.append((n, ins, outs))
@@ -83,7 +84,8 @@ public final class Interpreter: @unchecked Sendable {
             freeAt[si].append(s)
         }
         for (si, (n, ins, outs)) in built.enumerated() {
-            guard let k = KernelRegistry.kernels[n.opType] else { throw KernelError.noKernel(op: n.opType) }
+            guard let k = n.hasSubgraphs ? try ControlFlow.kernel(for: n, options: options) : KernelRegistry.kernels[n.opType]
+            else { throw KernelError.noKernel(op: n.opType) }
             steps.append(Step(node: n, kernel: k, inputSlots: ins, outputSlots: outs, freeAfter: freeAt[si]))
         }
     }

@@ -166,5 +166,8 @@ public enum KernelRegistry {
         t["RNN"] = RecurrentKernels.rnn
         t["GRU"] = RecurrentKernels.gru
         t["LSTM"] = RecurrentKernels.lstm
+        // Subgraph ops (ControlFlow.swift); the interpreter compiles their subgraphs once instead.
+        t["If"] = ControlFlow.uncompiled
+        t["Loop"] = ControlFlow.uncompiled
     }
 }

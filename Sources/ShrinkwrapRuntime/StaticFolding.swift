@@ -86,7 +86,7 @@ public enum StaticFolding {
         }
         var out = g
         out.nodes = g.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
-        let read = Set(out.nodes.flatMap(\.inputs)).union(out.outputs.map(\.name))
+        let read = Set(out.nodes.flatMap(\.readNames)).union(out.outputs.map(\.name))
         for k in removed.sorted() {
             for o in g.nodes[k].outputs where !o.isEmpty && read.contains(o) {
                 if let t = values[o] { out.setConstant(Constant(name: o, tensor: t)) }

@@ -10,7 +10,8 @@ public enum WeightRole: Sendable, Equatable {
 /// The kernel family an op belongs to: which `Kernels/<Family>.swift` file
 /// runs it, and how the docs group the ops.
 public enum OpFamily: String, Sendable, CaseIterable {
-    case tensor, indexing, elementwise, logic, activation, reduction, neuralNetwork, normalization, quantization, recurrent
+    case tensor, indexing, elementwise, logic, activation, reduction, neuralNetwork, normalization, quantization, recurrent,
+         controlFlow
 }
 
 /// How a change of layout (a Transpose of the inputs) passes through an op:

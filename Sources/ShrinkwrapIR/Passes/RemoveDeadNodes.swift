@@ -11,7 +11,7 @@ extension LoweringGraph {
         var changed = true
         while changed {
             var read = outputs
-            for n in nodes { read.formUnion(n.inputs) }
+            for n in nodes { read.formUnion(n.readNames) }  // subgraph captures count as reads
             let before = nodes.count
             nodes.removeAll { n in !n.outputs.contains { read.contains($0) } }
             changed = nodes.count != before
