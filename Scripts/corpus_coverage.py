@@ -46,7 +46,10 @@ TOLERANCES = (
     "mp-pose-landmark-full's segmentation logits differ by up to 6.5e-4 between TFLite's own kernels on its real inputs), ours must lie "
     "within that spread of the reference kernels. tf.lite.Interpreter cannot run MediaPipe's custom "
     "Convolution2DTransposeBias (mp-selfie-segmentation): it runs a copy of the file with that op replaced by its "
-    f"builtin twin, TRANSPOSE_CONV with a bias input. A converted file must be within {CONVERTED_TOLERANCE:g} of the source "
+    "builtin twin, TRANSPOSE_CONV with a bias input. For .tflite and .mlmodel the free input dims are pinned to the "
+    "data's shapes (`--input-shape`) and an integer scalar given once for every sample (silero-vad-if's sample rate) "
+    "becomes a constant (`--input-value`), which folds the branch it chooses. "
+    f"A converted file must be within {CONVERTED_TOLERANCE:g} of the source "
     "in the same runtime.")
 
 
@@ -277,13 +280,32 @@ def source_check(ours_files, outs, refs):
     return ok, text
 
 
+def fixed_parameters(samples):
+    """{name: value} of the integer scalar inputs given once for every sample (silero-vad-if's
+    sample rate `sr`): the fixed-shape formats get them as constants (--input-value), which folds
+    the branch they choose."""
+    import numpy as np
+    values = {}
+    for name, path in samples[0] if samples else []:
+        if all(dict(s).get(name) == path for s in samples):
+            a = np.load(path)
+            if a.size == 1 and a.dtype.kind in "iu":
+                values[name] = int(a.reshape(-1)[0])
+    return values
+
+
 def convert_check(entry, bin_, path, samples, pins, folder, ext, ours_src, peer_src, timeout):
     """{convert, ours, peer} Outcomes for one target format."""
     target = os.path.join(folder, "converted" + ext)
     cmd = [bin_, "convert", path, "-o", target, "--threads", "1"]
     if ext != ".onnx":
+        fixed = fixed_parameters(samples)
         for name, dims in pins.items():
-            cmd += ["--input-shape", f"{name}=" + ",".join(str(d) for d in dims)]
+            if name not in fixed:
+                cmd += ["--input-shape", f"{name}=" + ",".join(str(d) for d in dims)]
+        for name, value in fixed.items():
+            cmd += ["--input-value", f"{name}={value}"]
+        samples = [[(n, p) for n, p in s if n not in fixed] for s in samples]
     if os.path.exists(target):
         os.remove(target)
     conv, _, _ = baseline.call(cmd, timeout)
