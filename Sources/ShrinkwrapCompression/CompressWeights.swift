@@ -58,12 +58,7 @@ public enum CompressWeights {
     /// first error in constant order, after every weight was tried.
     public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1) throws(CompressionError) -> CompressionLog {
         let started = DispatchTime.now().uptimeNanoseconds
-        var uses: [String: [(node: Node, input: Int)]] = [:]
-        for node in graph.nodes {
-            for (i, name) in node.inputs.enumerated() where !name.isEmpty && graph.isConstant(name) {
-                uses[name, default: []].append((node, i))
-            }
-        }
+        let uses = constantUses(graph)
         var entries: [CompressionLogEntry] = []
         var tasks: [Task] = []
         let updatable = Set(graph.metadata.updatableNodes)
@@ -166,8 +161,35 @@ public enum CompressWeights {
             }
         }
         halfCompanions(&graph, &entries, plan: plan)
+        // Subgraphs (If's branches, Loop's body) keep their own weights: the same plan, depth first.
+        var subgraphEncodeSeconds = 0.0
+        for k in graph.nodes.indices {
+            for (key, sub) in graph.nodes[k].subgraphs {
+                var compressed = sub
+                let log = try run(&compressed, plan: plan, threads: threads)
+                graph.nodes[k].attributes[key] = .graph(compressed)
+                entries += log.entries
+                subgraphEncodeSeconds += log.encodeSeconds
+            }
+        }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        return CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds, threads: workers)
+        return CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds + subgraphEncodeSeconds, threads: workers)
+    }
+
+    /// Every read of each of `graph`'s constants: by its nodes, and by nodes of their
+    /// subgraphs (at any depth) that read it from the enclosing scope (not shadowed there).
+    static func constantUses(_ graph: Graph) -> [String: [(node: Node, input: Int)]] {
+        var uses: [String: [(node: Node, input: Int)]] = [:]
+        func walk(_ nodes: [Node], hidden: Set<String>) {
+            for node in nodes {
+                for (i, name) in node.inputs.enumerated() where !name.isEmpty && !hidden.contains(name) && graph.isConstant(name) {
+                    uses[name, default: []].append((node, i))
+                }
+                for (_, sub) in node.subgraphs { walk(sub.nodes, hidden: hidden.union(sub.definedNames)) }
+            }
+        }
+        walk(graph.nodes, hidden: [])
+        return uses
     }
 }
 
