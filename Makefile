@@ -128,7 +128,7 @@ fuzz-flatbuffers: deps $(FUZZ_DIR)/flatbuffers-fuzz ## fuzz the FlatBuffers read
 
 # The TFLite importer as one module: IR + FlatBuffers + ZipArchive + TFLite sources without their cross-module imports
 # (so the metadata reader and the appended ZIP of associated files are fuzzed with the model).
-TFLITE_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/FlatBuffers/*.swift Sources/ZipArchive/*.swift Sources/ShrinkwrapTFLite/*.swift)
+TFLITE_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/ShrinkwrapIR/Ops/*.swift Sources/ShrinkwrapIR/Passes/*.swift Sources/FlatBuffers/*.swift Sources/ZipArchive/*.swift Sources/ShrinkwrapTFLite/*.swift)
 $(FUZZ_DIR)/tflite-fuzz: Fuzz/TFLiteImportFuzz/main.swift $(TFLITE_FUZZ_SOURCES)
 	rm -rf $(FUZZ_DIR)/tflite-src && mkdir -p $(FUZZ_DIR)/tflite-src
 	for f in $(TFLITE_FUZZ_SOURCES); do \
@@ -149,7 +149,7 @@ fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_R
 # into a static library first (its own package settings: Swift 6 mode, ExistentialAny, package access).
 PROTOBUF_CHECKOUT := $(BUILD_DIR)/checkouts/swift-protobuf
 PROTOBUF_FUZZ_LIB := $(FUZZ_DIR)/swift-protobuf/libSwiftProtobuf.a
-MODEL_FUZZ_MODULES := ShrinkwrapIR ShrinkwrapRuntime ShrinkwrapRuntime/Kernels ONNXSchema CoreMLSchema FlatBuffers ZipArchive \
+MODEL_FUZZ_MODULES := ShrinkwrapIR ShrinkwrapIR/Ops ShrinkwrapIR/Passes ShrinkwrapRuntime ShrinkwrapRuntime/Kernels ONNXSchema CoreMLSchema FlatBuffers ZipArchive \
   ShrinkwrapONNX ShrinkwrapCoreML ShrinkwrapTFLite
 MODEL_FUZZ_SOURCES := $(wildcard $(addsuffix /*.swift,$(addprefix Sources/,$(MODEL_FUZZ_MODULES))))
 $(PROTOBUF_FUZZ_LIB): Package.swift
