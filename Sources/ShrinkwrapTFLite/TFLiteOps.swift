@@ -57,6 +57,7 @@ enum TFLiteOps {
         t["SPACE_TO_DEPTH"] = { c, op in try spaceDepth(&c, op, "SpaceToDepth", options: "SpaceToDepthOptions") }
         t["LOCAL_RESPONSE_NORMALIZATION"] = localResponseNorm
         t["UNIDIRECTIONAL_SEQUENCE_LSTM"] = sequenceLSTM
+        t["REVERSE_V2"] = reverse
         return t
     }()
 
