@@ -58,6 +58,9 @@ enum TFLiteOps {
         t["LOCAL_RESPONSE_NORMALIZATION"] = localResponseNorm
         t["UNIDIRECTIONAL_SEQUENCE_LSTM"] = sequenceLSTM
         t["REVERSE_V2"] = reverse
+        t["CAST"] = cast
+        t["BROADCAST_TO"] = broadcastTo
+        t["EQUAL"] = equal
         return t
     }()
 

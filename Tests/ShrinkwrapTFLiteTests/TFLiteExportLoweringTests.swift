@@ -89,4 +89,24 @@ final class TFLiteExportLoweringTests: XCTestCase {
         XCTAssertFalse(model.ops.contains { $0.name == "UNIDIRECTIONAL_SEQUENCE_LSTM" })
         XCTAssertEqual(model.ops.filter { $0.name == "FULLY_CONNECTED" }.count, 5, "one input projection, one recurrence per step")
     }
+
+    /// A log-mel front end's floor: Clip(x, ReduceMax(x) − 1) (a run-time min) after a float → float Cast.
+    func testClipWithRunTimeBoundAndCastRoundTrip() throws {
+        var g = Graph(name: "clip", inputs: [ValueInfo(name: "x", dtype: .float32, shape: [2, 6].map { .fixed($0) })],
+                      outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)], nodes: [])
+        g.setConstant(Constant(name: "one", tensor: Tensor([1], shape: [])))
+        g.setConstant(Constant(name: "hi", tensor: Tensor([0.5], shape: [])))
+        g.nodes = [
+            Node(name: "max", opType: "ReduceMax", inputs: ["x"], outputs: ["m"], attributes: ["keepdims": .int(0)]),
+            Node(name: "sub", opType: "Sub", inputs: ["m", "one"], outputs: ["floor"]),
+            Node(name: "cast", opType: "Cast", inputs: ["floor"], outputs: ["floor32"], attributes: ["to": .int(DType.float32.onnxDataType)]),
+            Node(name: "clip", opType: "Clip", inputs: ["x", "floor32", "hi"], outputs: ["y"]),
+        ]
+        let x = random([2, 6], seed: 51)
+        let model = try roundTrip(g, ["x": x], tol: 0)
+        XCTAssertEqual(model.ops.map(\.name).suffix(3), ["CAST", "MAXIMUM", "MINIMUM"])
+        let want = try Interpreter(graph: g).run(["x": x])["y"]?.floats ?? []
+        let top = x.floats?.max() ?? 0
+        XCTAssertEqual(want, x.floats?.map { min(max($0, top - 1), 0.5) })
+    }
 }

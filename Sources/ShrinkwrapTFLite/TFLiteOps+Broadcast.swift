@@ -1,0 +1,16 @@
+import ShrinkwrapIR
+
+/// BROADCAST_TO → Expand (the shape a constant), EQUAL → Equal: what the
+/// exporter writes for ONNX Expand / Equal (magika's byte mask), read back.
+extension TFLiteOps {
+    static func broadcastTo(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
+        try arity(c, op, 2)
+        let shape = try c.requireInts(op, 1, "shape")
+        c.emit("Expand", [c.value(op.inputs[0]), c.int64Constant("shape", shape)], [c.value(op.outputs[0])])
+    }
+
+    static func equal(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
+        try arity(c, op, 2)
+        c.emit("Equal", [c.value(op.inputs[0]), c.value(op.inputs[1])], [c.value(op.outputs[0])])
+    }
+}
