@@ -61,6 +61,7 @@ enum TFLiteOps {
         t["CAST"] = cast
         t["BROADCAST_TO"] = broadcastTo
         t["EQUAL"] = equal
+        t["MIRROR_PAD"] = mirrorPad
         return t
     }()
 
