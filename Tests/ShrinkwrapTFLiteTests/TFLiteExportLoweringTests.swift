@@ -109,4 +109,16 @@ final class TFLiteExportLoweringTests: XCTestCase {
         let top = x.floats?.max() ?? 0
         XCTAssertEqual(want, x.floats?.map { min(max($0, top - 1), 0.5) })
     }
+
+    /// A reflect pad on the last axis (Silero VAD's STFT framing) is written as MIRROR_PAD and read back.
+    func testReflectPadRoundTrips() throws {
+        var g = Graph(name: "pad", inputs: [ValueInfo(name: "x", dtype: .float32, shape: [2, 7].map { .fixed($0) })],
+                      outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)], nodes: [])
+        g.setConstant(Constant(name: "pads", tensor: Tensor(ints: [0, 0, 0, 3], shape: [4])))
+        g.nodes = [Node(name: "pad", opType: "Pad", inputs: ["x", "pads"], outputs: ["y"], attributes: ["mode": .string("reflect")])]
+        let x = Tensor((0..<14).map { Float($0) }, shape: [2, 7])
+        let model = try roundTrip(g, ["x": x], tol: 0)
+        XCTAssertEqual(model.ops.map(\.name), ["MIRROR_PAD"])
+        XCTAssertEqual(try Interpreter(graph: g).run(["x": x])["y"]?.floats?.prefix(10), [0, 1, 2, 3, 4, 5, 6, 5, 4, 3])
+    }
 }
