@@ -6,7 +6,7 @@ extension LoweringPass {
     /// sequence op keeps its state inside (TFLite's starts at zero and gives
     /// the sequence only). The input projection of every step is one Gemm; each
     /// step adds h·Rᵀ. Default activations, no peepholes, clip, sequence_lens
-    /// or coupled gates; other LSTMs are left to the writer.
+    /// or coupled gates, at most 1024 steps; other LSTMs are left to the writer.
     public static let unrollStatefulLSTM = LoweringPass(
         "unroll-stateful-lstm", "forward LSTM with a run-time initial state or read final state → per-step Gemm / Split / Sigmoid / Tanh / Mul / Add"
     ) { g in
@@ -27,6 +27,8 @@ extension LoweringPass {
 }
 
 enum LSTMUnrolling {
+    static let maxSteps = 1024
+
     /// The nodes computing `n` step by step, or nil when its form is not one this pass takes.
     static func steps(_ n: Node, _ g: inout LoweringGraph) -> [Node]? {
         guard n.string("direction", "forward") == "forward", n.int("layout", 0) == 0, n.int("input_forget", 0) == 0,
@@ -35,7 +37,8 @@ enum LSTMUnrolling {
               let w = n.input(1).flatMap({ g.constants[$0] }), let r = n.input(2).flatMap({ g.constants[$0] }),
               w.shape.count == 3, w.shape[0] == 1, w.shape[1] % 4 == 0, w.shape[2] == xs[2] else { return nil }
         let (steps, batch, hidden) = (xs[0], xs[1], w.shape[1] / 4)
-        guard steps >= 1, r.shape == [1, 4 * hidden, hidden],
+        // Unrolling makes ~12 nodes a step: a long fixed sequence is left to the writer (which says why it cannot).
+        guard steps >= 1, steps <= maxSteps, r.shape == [1, 4 * hidden, hidden],
               let w2 = try? w.reshaped([4 * hidden, xs[2]]), let r2 = try? r.reshaped([4 * hidden, hidden]) else { return nil }
         var bias = [Float](repeating: 0, count: 4 * hidden)
         if let b = n.input(3) {
