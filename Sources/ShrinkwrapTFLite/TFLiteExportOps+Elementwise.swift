@@ -64,10 +64,33 @@ extension TFLiteExportOps {
         let x = try arity(n, 0)
         var lo: Float? = n.attributes["min"].flatMap { if case .float(let v) = $0 { return v } else { return nil } }
         var hi: Float? = n.attributes["max"].flatMap { if case .float(let v) = $0 { return v } else { return nil } }
-        if let m = n.input(1) { lo = try constFloats(e, m, "min").first }
-        if let m = n.input(2) { hi = try constFloats(e, m, "max").first }
+        // A bound computed at run time (a scalar, e.g. max(x) − 80 in a log-mel front end) is MAXIMUM / MINIMUM's operand.
+        var runtime: [Int: Int] = [:]
+        for k in [1, 2] {
+            guard let m = n.input(k) else { continue }
+            if e.g.isConstant(e.resolve(m)) {
+                let v = try constFloats(e, m, k == 1 ? "min" : "max").first
+                if k == 1 { lo = v } else { hi = v }
+            } else {
+                guard try e.shape(m).reduce(1, *) == 1 else { throw TFLiteOpError("\(k == 1 ? "min" : "max") is not a scalar") }
+                runtime[k] = try e.input(m)
+                if k == 1 { lo = nil } else { hi = nil }
+            }
+        }
         let xt = try e.input(x)
         let y = try e.output(n)
+        if !runtime.isEmpty {
+            var cur = xt
+            if let lower = runtime[1] ?? lo.map({ e.floatConstant("clip_min", [$0], shape: []) }) {
+                let out = hi == nil && runtime[2] == nil ? y : try e.temp(n.outputs[0] + "_lo", shape: try e.shape(x))
+                try e.op("MAXIMUM", [cur, lower], [out], options: "MaximumMinimumOptions")
+                cur = out
+            }
+            if let upper = runtime[2] ?? hi.map({ e.floatConstant("clip_max", [$0], shape: []) }) {
+                try e.op("MINIMUM", [cur, upper], [y], options: "MaximumMinimumOptions")
+            }
+            return
+        }
         if hi == .infinity { hi = nil }
         if lo == -.infinity { lo = nil }
         if lo == 0, hi == 6 {

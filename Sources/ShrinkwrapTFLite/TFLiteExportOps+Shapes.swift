@@ -158,7 +158,8 @@ extension TFLiteExportOps {
     static func expand(_ e: inout TFLiteEmitter, _ n: Node) throws {
         let x = try arity(n, 0)
         let s = try e.shape(n.outputs.first ?? "")
-        try e.op("BROADCAST_TO", [try e.input(x), try e.int32Constant("shape", s)], [try e.output(n)], options: "BroadcastToOptions")
+        // Version 2: TFLite registers BROADCAST_TO from version 2 on (1 was left to a custom op of that name).
+        try e.op("BROADCAST_TO", [try e.input(x), try e.int32Constant("shape", s)], [try e.output(n)], options: "BroadcastToOptions", version: 2)
     }
 
     static func tile(_ e: inout TFLiteEmitter, _ n: Node) throws {

@@ -7,6 +7,15 @@ import ShrinkwrapIR
 /// without Transposes, an ONNX graph keeps one at each end of every NHWC region.
 enum TFLiteLowering {
     static let pipeline = LoweringPipeline([
+        // First: TFLite's convolutions and pools are 2-D only, so a 1-D one becomes the
+        // 2-D op over a height-1 view (as TensorFlow's converter writes it); the rank-4
+        // node it leaves is then wrapped in Transposes to NHWC like any image op, and the
+        // Reshapes between consecutive 1-D ops are already gone, so those Transposes cancel.
+        // (A rank-3 GlobalMaxPool / GlobalAveragePool goes the same way.)
+        .convolution1DAs2D,
+        // TFLite's LSTM keeps its state inside, starting at zero, and gives the sequence
+        // only: a streaming LSTM (state in as inputs, out as outputs) is unrolled.
+        .unrollStatefulLSTM,
         // Decompositions first, so that the Mul / Add / Clip they make move with the
         // Transposes like any arithmetic (TFLite has no batch-normalization or
         // hard-sigmoid op).

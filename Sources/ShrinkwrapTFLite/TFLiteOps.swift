@@ -69,6 +69,9 @@ enum TFLiteOps {
         t["SHAPE"] = shapeOf
         t["PACK"] = pack
         t["UNPACK"] = unpack
+        t["REVERSE_V2"] = reverse
+        t["CAST"] = cast
+        t["BROADCAST_TO"] = broadcastTo
         t["MIRROR_PAD"] = mirrorPad
         return t
     }()
