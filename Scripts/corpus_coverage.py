@@ -43,14 +43,17 @@ TOLERANCES = (
     f"The source in our interpreter must be within {SOURCE_TOLERANCE:g} of the peer runtime; a TFLite source is run "
     "by tf.lite.Interpreter twice, with its default XNNPACK kernels and with its reference kernels "
     "(`BUILTIN_REF`), and where those two differ by more than that on an output (ill-conditioned outputs: "
-    "mp-pose-landmark-full's segmentation logits differ by up to 6.5e-4 between TFLite's own kernels on its real inputs), ours must lie "
+    "mp-pose-landmark-full's segmentation logits differ by up to 9e-4 between TFLite's own kernels on its real inputs), ours must lie "
     "within that spread of the reference kernels. tf.lite.Interpreter cannot run MediaPipe's custom "
     "Convolution2DTransposeBias (mp-selfie-segmentation): it runs a copy of the file with that op replaced by its "
     "builtin twin, TRANSPOSE_CONV with a bias input. For .tflite and .mlmodel the free input dims are pinned to the "
     "data's shapes (`--input-shape`) and an integer scalar given once for every sample (silero-vad-if's sample rate) "
     "becomes a constant (`--input-value`), which folds the branch it chooses. "
     f"A converted file must be within {CONVERTED_TOLERANCE:g} of the source "
-    "in the same runtime.")
+    "in the same runtime (a TFLite source's .onnx in onnxruntime: of either of tf.lite's kernel sets, plus their "
+    "spread). TFLite's "
+    "sequence LSTMs keep their state in variable tensors across invocations, in files from TF's converter as in ours: "
+    "the peer resets them before each sample (`reset_all_variables()`).")
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,6 +92,9 @@ def peer(model, samples_json, out, both_kernels):
                 if list(d["shape"]) != list(a.shape):
                     it.resize_tensor_input(d["index"], list(a.shape))
             it.allocate_tensors()
+            # TFLite's sequence LSTMs keep their state in variable tensors across invocations
+            # (files from TF's own converter too): each sample starts from the file's state.
+            it.reset_all_variables()
             for d, a in arrays:
                 it.set_tensor(d["index"], a)
             it.invoke()
@@ -294,7 +300,7 @@ def fixed_parameters(samples):
     return values
 
 
-def convert_check(entry, bin_, path, samples, pins, folder, ext, ours_src, peer_src, timeout):
+def convert_check(entry, bin_, path, samples, pins, folder, ext, ours_src, peer_src, timeout, peer_refs=None):
     """{convert, ours, peer} Outcomes for one target format."""
     target = os.path.join(folder, "converted" + ext)
     cmd = [bin_, "convert", path, "-o", target, "--threads", "1"]
@@ -326,9 +332,14 @@ def convert_check(entry, bin_, path, samples, pins, folder, ext, ours_src, peer_
     elif peer_src:
         p, outs, _ = peer_run(target, samples, os.path.join(folder, "peer" + ext.replace(".", "-")), timeout)
         if p.ok:
-            d = worst(peer_src, outs)
-            p.ok = not isinstance(d, str) and d[1] <= CONVERTED_TOLERANCE
-            p.line = d if isinstance(d, str) else f"rel {d[1]:.1e}"
+            # Against the source in the peer; a TFLite source also against its reference kernels
+            # (another runtime on the converted file may side with either).
+            found = [worst(ref, outs) for ref in ([peer_src] + ([peer_refs] if peer_refs else []))]
+            d = min((x for x in found if not isinstance(x, str)), key=lambda x: x[1], default=found[0])
+            # Another runtime than the source's: also the spread of the source runtime's own kernels.
+            allowance = max(spread(peer_src, peer_refs).values(), default=0.0) if peer_refs else 0.0
+            p.ok = not isinstance(d, str) and d[1] <= CONVERTED_TOLERANCE + allowance
+            p.line = d if isinstance(d, str) else f"rel {d[1]:.1e}" + (" (vs the reference kernels)" if d is not found[0] else "")
         r["peer"] = p
     return r
 
@@ -347,7 +358,7 @@ def cover(entry, bin_, work, limit, timeout):
         return r
     run, ours_src = ours(bin_, path, samples, os.path.join(folder, "ours-source"), timeout)
     r["run"] = run
-    peer_src = None
+    peer_src, refs = None, None
     if entry["format"] in ("onnx", "tflite"):
         p, peer_src, refs = peer_run(path, samples, os.path.join(folder, "peer-source"), timeout, both_kernels=entry["format"] == "tflite")
         if p.ok and run.ok:
@@ -357,7 +368,7 @@ def cover(entry, bin_, work, limit, timeout):
         r["source"] = baseline.Outcome(False, f"no peer runtime for .{entry['format']} on Linux")
     for ext in TARGETS:
         r["targets"][ext] = convert_check(entry, bin_, path, samples, pins, folder, ext,
-                                          ours_src if run.ok else None, peer_src, timeout)
+                                          ours_src if run.ok else None, peer_src, timeout, refs)
     return r
 
 
