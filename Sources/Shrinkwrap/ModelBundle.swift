@@ -35,6 +35,13 @@ enum ModelBundle {
         if FileManager.default.fileExists(atPath: manifest.path) {
             return try load(manifest: manifest.path)
         }
+        // A Core ML ML Program package: Manifest.json (capital M) and Data/com.apple.CoreML/.
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: dir.appendingPathComponent("Manifest.json").path),
+           FileManager.default.fileExists(atPath: dir.appendingPathComponent("Data/com.apple.CoreML").path, isDirectory: &isFolder), isFolder.boolValue {
+            throw ImportError.unsupported(SourceLocation(file: path, place: ""),
+                                          what: "Core ML ML Program package (.mlpackage): not read yet; NeuralNetwork .mlmodel files are")
+        }
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
             throw ImportError.unreadable(file: path, reason: "cannot list the folder: \((error as NSError).localizedDescription)")

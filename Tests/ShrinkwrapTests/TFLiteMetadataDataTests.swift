@@ -250,4 +250,15 @@ final class TFLiteMetadataDataTests: XCTestCase {
         XCTAssertTrue(errorText { _ = try Models.load(dir.appendingPathComponent("other.json").path) }.hasSuffix("cannot read: no such file"))
         XCTAssertTrue(errorText { _ = try Models.load(dir.appendingPathComponent("model.pt").path) }.contains("unknown model format"))
     }
+
+    func testMLProgramPackageIsNamed() throws {
+        let dir = try makeTempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let package = dir.appendingPathComponent("m.mlpackage")
+        try FileManager.default.createDirectory(at: package.appendingPathComponent("Data/com.apple.CoreML"), withIntermediateDirectories: true)
+        try write("{}", package.appendingPathComponent("Manifest.json"))
+        let text = errorText { _ = try Models.load(package.path) }
+        XCTAssertTrue(text.hasPrefix(package.path), text)
+        XCTAssertTrue(text.contains("Core ML ML Program package (.mlpackage): not read yet; NeuralNetwork .mlmodel files are"), text)
+    }
 }
