@@ -120,10 +120,12 @@ struct ExecutionPlanner {
             let per = wf.count / m
             var nw = wf
             var nb = bias
+            // In double, rounded once: a folded weight's rounding error is shared by every
+            // position of its output channel, so it must not be several float roundings.
             for o in 0..<m {
-                let k = s[o] / (variance[o] + eps).squareRoot()
-                for j in 0..<per { nw[o * per + j] = wf[o * per + j] * k }
-                nb[o] = (bias[o] - mean[o]) * k + beta[o]
+                let k = Double(s[o]) / (Double(variance[o]) + Double(eps)).squareRoot()
+                for j in 0..<per { nw[o * per + j] = Float(Double(wf[o * per + j]) * k) }
+                nb[o] = Float((Double(bias[o]) - Double(mean[o])) * k + Double(beta[o]))
             }
             let wName = freshName("\(conv.inputs[1])_bnfolded")
             graph.setConstant(Constant(name: wName, tensor: Tensor(nw, shape: w.shape)))

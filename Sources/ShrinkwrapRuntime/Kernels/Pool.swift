@@ -255,16 +255,19 @@ extension NNKernels {
                             for i in 1..<max(plane, 1) where row[i] > m { m = row[i] }
                             ys.p[pi] = m
                         case .average:
-                            var s: Float = 0
-                            for i in 0..<plane { s += row[i] }
-                            ys.p[pi] = s / Float(plane)
+                            // A plane can hold thousands of values: a float32 running sum would lose
+                            // digits to every addition, and the error is the same for the whole channel
+                            // an SE block then scales (ppocr-v4-rec: 9× onnxruntime's error). Sum in double.
+                            var s: Double = 0
+                            for i in 0..<plane { s += Double(row[i]) }
+                            ys.p[pi] = Float(s / Double(plane))
                         case .lp(let p):
-                            var s: Float = 0
+                            var s: Double = 0
                             for i in 0..<plane {
                                 let v = abs(row[i])
-                                s += p == 2 ? v * v : (p == 1 ? v : powf(v, p))
+                                s += Double(p == 2 ? v * v : (p == 1 ? v : powf(v, p)))
                             }
-                            ys.p[pi] = p == 2 ? s.squareRoot() : (p == 1 ? s : powf(s, 1 / p))
+                            ys.p[pi] = Float(p == 2 ? s.squareRoot() : (p == 1 ? s : pow(s, 1 / Double(p))))
                         }
                     }
                 }
