@@ -46,9 +46,38 @@ extension TFLiteExportOps {
         }
     }
 
+    /// Shape of a value whose shape is static (every value is, in an exported graph): its dimensions
+    /// (ONNX's start / end applied) as an int64 constant, copied into the output.
+    static func shape(_ e: inout TFLiteEmitter, _ n: Node) throws {
+        let s = try e.shape(try arity(n, 0))
+        let r = s.count
+        func clamp(_ v: Int) -> Int { min(max(v < 0 ? v + r : v, 0), r) }
+        let start = clamp(n.int("start", 0)), end = clamp(n.int("end", r))
+        let dims = start < end ? Array(s[start..<end]) : []
+        let c = try e.denseTensor(e.g.fresh(n.outputs.first ?? "shape"), Tensor(ints: dims.map(Int64.init), shape: [dims.count]))
+        let y = try e.output(n)
+        try e.reshape(c, to: e.file.tensors[y].shape, into: y)
+    }
+
+    /// Range → RANGE; an int64 one (TFLite 2.12's RANGE has no int64 kernel) through int32 and back.
     static func range(_ e: inout TFLiteEmitter, _ n: Node) throws {
-        let ins = try (0..<3).map { try e.input(try arity(n, $0)) }
-        try e.op("RANGE", ins, [try e.output(n)], options: "RangeOptions")
+        var ins = try (0..<3).map { try e.input(try arity(n, $0)) }
+        let y = try e.output(n)
+        guard e.file.tensors[y].type == 4 else { return try e.op("RANGE", ins, [y], options: "RangeOptions") }
+        for k in ins.indices where e.file.tensors[ins[k]].type == 4 {
+            let narrow = try e.temp(n.outputs[0] + "_arg\(k)_int32", shape: e.file.tensors[ins[k]].shape, dtype: .int32)
+            try castOp(&e, ins[k], narrow)
+            ins[k] = narrow
+        }
+        let r = try e.temp(n.outputs[0] + "_int32", shape: e.file.tensors[y].shape, dtype: .int32)
+        try e.op("RANGE", ins, [r], options: "RangeOptions")
+        try castOp(&e, r, y)
+    }
+
+    /// CAST between the tensors' own types.
+    static func castOp(_ e: inout TFLiteEmitter, _ x: Int, _ y: Int) throws {
+        let from = e.file.tensors[x].type, to = e.file.tensors[y].type
+        try e.op("CAST", [x], [y], options: "CastOptions") { b in b.table { t in t.add(0, from, default: 0); t.add(1, to, default: 0) } }
     }
 
     /// ScatterND(zeros, indices, updates, reduction add) → SCATTER_ND(indices as int32, updates, shape).

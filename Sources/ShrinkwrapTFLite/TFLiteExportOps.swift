@@ -58,6 +58,7 @@ enum TFLiteExportOps {
         t["LSTM"] = lstm
         t["OneHot"] = oneHot
         t["Range"] = range
+        t["Shape"] = shape
         t["ScatterND"] = scatterND
         t["Loop"] = loop
         t["NHWC.Conv"] = conv
