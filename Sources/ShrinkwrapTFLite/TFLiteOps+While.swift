@@ -9,7 +9,7 @@ extension TFLiteOps {
         guard let o = try c.options(op, "WhileOptions") else {
             throw ImportError.malformed(c.loc(op), reason: "WHILE without WhileOptions (no condition and body subgraphs)")
         }
-        let condIndex = Int(try c.option(o, 0, Int32(-1), op)), bodyIndex = Int(try c.option(o, 1, Int32(-1), op))
+        let condIndex = Int(try c.option(o, 0, Int32(0), op)), bodyIndex = Int(try c.option(o, 1, Int32(0), op))
         for (what, k) in [("cond", condIndex), ("body", bodyIndex)] {
             guard k >= 0, k < c.model.subgraphCount else {
                 throw ImportError.malformed(c.loc(op), reason: "\(what)_subgraph_index \(k) is outside the \(c.model.subgraphCount) subgraphs")
