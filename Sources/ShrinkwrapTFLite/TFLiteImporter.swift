@@ -46,6 +46,8 @@ struct TFLiteContext {
     var readers: [Int: Int] = [:]
     /// The subgraphs being translated, outermost first (WHILE inlines its condition and body; a cycle is an error).
     var subgraphStack: [Int] = [0]
+    /// Operators translated so far over every inlined subgraph (WHILE nests may inline a subgraph many times).
+    var inlinedOps = 0
 
     init(model: TFLiteModel) { self.model = model }
 

@@ -72,11 +72,21 @@ extension TFLiteOps {
 }
 
 extension TFLiteContext {
+    static let maxSubgraphDepth = 32
+    static let maxInlinedOps = 1 << 20
+
     /// Subgraph `k`'s operators translated with its input tensors bound to the values `inputs` names: its nodes,
     /// the constants they read, and the names of its outputs. Value names stay unique across subgraphs.
     mutating func inlined(_ k: Int, inputs: [String]) throws -> (nodes: [Node], constants: [Constant], outputs: [String]) {
         let view = model.viewing(k)
+        // Each WHILE inlines its condition twice: nested WHILEs could multiply a file's operators without end.
+        inlinedOps += view.ops.count
+        guard subgraphStack.count < Self.maxSubgraphDepth, inlinedOps <= Self.maxInlinedOps else {
+            throw ImportError.unsupported(SourceLocation(file: file, place: "subgraphs[\(k)]"),
+                                          what: "WHILE subgraphs nested \(subgraphStack.count) deep, \(inlinedOps) operators inlined (at most \(Self.maxSubgraphDepth) and \(Self.maxInlinedOps))")
+        }
         var sub = TFLiteContext(model: view)
+        sub.inlinedOps = inlinedOps
         sub.used = used
         sub.counter = counter
         sub.subgraphStack = subgraphStack + [k]
@@ -95,6 +105,7 @@ extension TFLiteContext {
         }
         used = sub.used
         counter = sub.counter
+        inlinedOps = sub.inlinedOps
         return (TFLiteContext.cancelTransposes(sub.nodes, keep: Set(outs)), constants, outs)
     }
 
