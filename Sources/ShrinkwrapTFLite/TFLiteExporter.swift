@@ -2,7 +2,8 @@ import FlatBuffers
 import Foundation
 import ShrinkwrapIR
 
-/// Writes a graph as a TensorFlow Lite flatbuffer (one subgraph, schema 3).
+/// Writes a graph as a TensorFlow Lite flatbuffer (schema 3): subgraph 0, plus a condition and a
+/// body subgraph per Loop, written as WHILE (TFLiteExportOps+Loop.swift).
 ///
 /// The graph must be prepared (static shapes, every value annotated; the
 /// facade runs `ExportPreparation` first). Layout: `TFLiteLowering` turns the

@@ -2,7 +2,7 @@ import FlatBuffers
 import Foundation
 import ShrinkwrapIR
 
-/// Reads TensorFlow Lite flatbuffers (.tflite): subgraph 0 of float32,
+/// Reads TensorFlow Lite flatbuffers (.tflite): subgraph 0 (and the subgraphs its WHILEs run, as Loops) of float32,
 /// float16 (FLOAT16 constants behind DEQUANTIZE) and dynamic-range int8
 /// models (int8 weights become affine-encoded weights, not dequantized away).
 ///

@@ -183,7 +183,7 @@ struct TFLiteModel {
         return buffers
     }
 
-    /// Subgraph 0's tensors: name, shape (no negative dimension), signature, type, buffer (checked against
+    /// Subgraph `k`'s tensors: name, shape (no negative dimension), signature, type, buffer (checked against
     /// `bufferCount`), quantization and whether it is a variable.
     private static func readTensors(_ sg: Table, _ k: Int, bufferCount: Int, _ r: FieldReader) throws -> [TensorInfo] {
         // Subgraph 0's places are unprefixed, as before the other subgraphs were read.
@@ -220,7 +220,7 @@ struct TFLiteModel {
         return tensors
     }
 
-    /// Subgraph 0's operators, their operator codes and tensor indices checked.
+    /// Subgraph `k`'s operators, their operator codes and tensor indices checked.
     private static func readOperators(_ sg: Table, _ k: Int, opNames: [(name: String, version: Int32)], tensorCount: Int,
                                       _ r: FieldReader) throws -> [Op] {
         let prefix = k == 0 ? "" : "subgraphs[\(k)]."
