@@ -86,6 +86,22 @@ final class TFLiteLoopTests: XCTestCase {
         }
     }
 
+    /// ScatterElements outside a loop, axis 0, a negative index among constant ones: ScatterND + Where.
+    func testScatterElementsWithNegativeIndex() throws {
+        var g = Graph(name: "scatter")
+        g.inputs = [ValueInfo(name: "data", dtype: .float32, shape: [.fixed(3), .fixed(3)]),
+                    ValueInfo(name: "upd", dtype: .float32, shape: [.fixed(1), .fixed(3)])]
+        g.setConstant(Constant(name: "idx", tensor: Tensor(ints: [-1, 0, 1], shape: [1, 3])))
+        g.nodes = [Node(name: "s", opType: "ScatterElements", inputs: ["data", "idx", "upd"], outputs: ["y"], attributes: ["axis": .int(0)])]
+        g.outputs = [ValueInfo(name: "y", dtype: .float32, shape: nil)]
+        let bytes = try TFLiteExporter.exportBytes(try ExportPreparation.prepare(g, format: TFLiteExporter.format).graph)
+        let back = try TFLiteImporter.importModel(bytes: bytes, file: "s.tflite")
+        let feeds = ["data": Tensor((1...9).map(Float.init), shape: [3, 3]), "upd": Tensor([10, 20, 30], shape: [1, 3])]
+        let want = try run(g, feeds), got = try run(back, feeds)
+        XCTAssertEqual(want.first?.floats, [1, 20, 3, 4, 5, 30, 10, 8, 9])
+        XCTAssertEqual(got.first?.floats, want.first?.floats)
+    }
+
     /// Subgraph 0: WHILE over one float [1] variable with the given subgraph indices; subgraph 1: cond
     /// (x → x < 3), subgraph 2: body (x → x + 1), or with `bodyOutputs` 2 a body giving two values.
     func whileModel(cond: Int32, body: Int32, bodyOutputs: Int = 1) throws -> [UInt8] {
