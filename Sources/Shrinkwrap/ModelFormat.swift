@@ -65,7 +65,7 @@ public enum ModelFormats {
                     flexibleShapes: "size ranges or enumerated shapes, when no layer depends on the sizes that vary"),
         ModelFormat(name: "tflite", title: TFLiteExporter.format, extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
                     supportedOps: TFLiteImporter.supportedOps,
-                    exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0, format: TFLiteExporter.format).graph)) },
+                    exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0, format: TFLiteExporter.format, keepingLoops: true).graph)) },
                     exportedOps: TFLiteExporter.supportedOps, weightStorage: TFLiteExporter.weightStorage,
                     storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil),
     ]

@@ -45,6 +45,8 @@ extension TFLiteExportOps {
         let x = try arity(n, 0)
         let s = try e.shape(x)
         let r = s.count
+        let (st, en) = (try arity(n, 1), try arity(n, 2))
+        if !e.g.isConstant(e.resolve(st)) || !e.g.isConstant(e.resolve(en)) { return try sliceAtRunTime(&e, n) }
         let starts = try constInts(e, try arity(n, 1), "starts"), ends = try constInts(e, try arity(n, 2), "ends")
         let axes = try n.input(3).map { try constInts(e, $0, "axes") } ?? Array(0..<starts.count)
         let steps = try n.input(4).map { try constInts(e, $0, "steps") } ?? [Int](repeating: 1, count: starts.count)
@@ -164,6 +166,7 @@ extension TFLiteExportOps {
 
     static func tile(_ e: inout TFLiteEmitter, _ n: Node) throws {
         let x = try arity(n, 0)
+        if !e.g.isConstant(e.resolve(try arity(n, 1))) { return try tileAtRunTime(&e, n) }
         let reps = try constInts(e, try arity(n, 1), "repeats")
         try e.op("TILE", [try e.input(x), try e.int32Constant("multiples", reps)], [try e.output(n)], options: "TileOptions")
     }

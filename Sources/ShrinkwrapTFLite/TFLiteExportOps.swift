@@ -56,6 +56,11 @@ enum TFLiteExportOps {
         t["ArgMin"] = { e, n in try argExtreme(&e, n, "ARG_MIN", "ArgMinOptions") }
         t["Where"] = { e, n in try e.op("SELECT_V2", try n.inputs.map { try e.input($0) }, [try e.output(n)], options: "SelectV2Options") }
         t["LSTM"] = lstm
+        t["OneHot"] = oneHot
+        t["Range"] = range
+        t["Shape"] = shape
+        t["ScatterND"] = scatterND
+        t["Loop"] = loop
         t["NHWC.Conv"] = conv
         t["NHWC.ConvTranspose"] = convTranspose
         t["NHWC.MaxPool"] = { e, n in try pool(&e, n, max: true) }

@@ -2,7 +2,8 @@ import FlatBuffers
 import Foundation
 import ShrinkwrapIR
 
-/// Writes a graph as a TensorFlow Lite flatbuffer (one subgraph, schema 3).
+/// Writes a graph as a TensorFlow Lite flatbuffer (schema 3): subgraph 0, plus a condition and a
+/// body subgraph per Loop, written as WHILE (TFLiteExportOps+Loop.swift).
 ///
 /// The graph must be prepared (static shapes, every value annotated; the
 /// facade runs `ExportPreparation` first). Layout: `TFLiteLowering` turns the
@@ -143,6 +144,12 @@ struct TFLiteEmitter {
             let t = try valueTensor(i.name)
             file.inputs.append(t)
         }
+        try emitNodes()
+        file.outputs += try outputTensors(source.outputs.map(\.name))
+    }
+
+    /// Every node through its writer; the ops without a TFLite form listed at once.
+    mutating func emitNodes() throws {
         for n in g.nodes {
             guard let writer = TFLiteExportOps.table[n.opType] else {
                 let why = TFLiteLowering.spatialOps.contains(n.opType) ? ": only 2-D (rank-4) inputs have a TFLite op" : ""
@@ -162,21 +169,27 @@ struct TFLiteEmitter {
             }
         }
         if !unsupported.isEmpty { throw ExportError.unsupportedOps(format: format, ops: unsupported) }
-        for o in source.outputs {
-            if let t = tensorOf[o.name], file.tensors[t].name == o.name, !g.isConstant(o.name) {
-                file.outputs.append(t)
+    }
+
+    /// The tensors of the graph's outputs `names`: the one a node writes, or (for an input, a constant,
+    /// an alias, or a value already given as an earlier output) a copy under the output's own name.
+    mutating func outputTensors(_ names: [String]) throws -> [Int] {
+        var out: [Int] = []
+        for o in names {
+            if let t = tensorOf[o], file.tensors[t].name == o, !g.isConstant(o), !out.contains(t) {
+                out.append(t)
                 continue
             }
-            // An output that is an input, a constant or an alias: copied under its own name.
             do {
-                let x = try input(o.name)
-                let y = try valueTensor(o.name, fresh: true)
+                let x = try input(o)
+                let y = try valueTensor(o, fresh: true)
                 try reshape(x, to: file.tensors[y].shape, into: y)
-                file.outputs.append(y)
+                out.append(y)
             } catch let e as TFLiteOpError {
-                throw ExportError.unsupported(format: format, what: "output '\(o.name)': \(e.reason)")
+                throw ExportError.unsupported(format: format, what: "output '\(o)': \(e.reason)")
             }
         }
+        return out
     }
 
     // MARK: values

@@ -1,11 +1,12 @@
 import FlatBuffers
 import ShrinkwrapIR
 
-/// The tables of one TFLite model file (subgraph 0 only), collected in the
-/// order the exporter emits them and serialized in one go: tensors, buffers
-/// (buffer 0 is the empty sentinel), operator codes in first-use order and
-/// operators. Nothing depends on hashing or the clock, so the same graph
-/// gives the same bytes.
+/// The tables of one TFLite model file, collected in the order the exporter
+/// emits them and serialized in one go: subgraph 0's tensors and operators
+/// (then those of the further subgraphs WHILE runs, `extraSubgraphs`),
+/// buffers (buffer 0 is the empty sentinel) and operator codes in first-use
+/// order, shared by all subgraphs. Nothing depends on hashing or the clock,
+/// so the same graph gives the same bytes.
 struct TFLiteFileBuilder {
     struct Quantization: Equatable {
         var scale: [Float]
@@ -33,6 +34,15 @@ struct TFLiteFileBuilder {
         var options: ((FlatBufferBuilder) -> FlatBufferOffset)?
     }
 
+    /// A finished subgraph past subgraph 0 (a WHILE's condition or body).
+    struct SubgraphRecord {
+        var name: String
+        var tensors: [TensorRecord]
+        var operators: [OperatorRecord]
+        var inputs: [Int]
+        var outputs: [Int]
+    }
+
     var tensors: [TensorRecord] = []
     var buffers: [[UInt8]] = [[]]
     /// (builtin code, version) in first-use order.
@@ -42,6 +52,27 @@ struct TFLiteFileBuilder {
     var outputs: [Int] = []
     /// Tensor names in use.
     var names = Set<String>()
+    /// Subgraphs 1, 2, … in index order.
+    var extraSubgraphs: [SubgraphRecord] = []
+
+    /// A builder for another subgraph of the same file: the buffers, operator codes and finished
+    /// subgraphs so far, no tensors or operators (`finishSubgraph` hands them back).
+    func subgraphBuilder() -> TFLiteFileBuilder {
+        var f = TFLiteFileBuilder()
+        f.buffers = buffers
+        f.opcodes = opcodes
+        f.extraSubgraphs = extraSubgraphs
+        return f
+    }
+
+    /// Takes back what `sub` (from `subgraphBuilder`) added and appends its tables as the next subgraph; returns its index.
+    mutating func finishSubgraph(_ sub: TFLiteFileBuilder, name: String) -> Int {
+        buffers = sub.buffers
+        opcodes = sub.opcodes
+        extraSubgraphs = sub.extraSubgraphs
+        extraSubgraphs.append(SubgraphRecord(name: name, tensors: sub.tensors, operators: sub.operators, inputs: sub.inputs, outputs: sub.outputs))
+        return extraSubgraphs.count
+    }
 
     /// TensorType values of the schema.
     static func tensorType(_ d: DType) -> Int8? {
@@ -92,6 +123,43 @@ struct TFLiteFileBuilder {
         }
         let bufferVector = b.createVector(offsets: bufferTables)
 
+        var subgraphTables = [Self.subgraphTable(b, name: subgraphName, tensors: tensors, operators: operators, inputs: inputs, outputs: outputs)]
+        for x in extraSubgraphs {
+            subgraphTables.append(Self.subgraphTable(b, name: x.name, tensors: x.tensors, operators: x.operators, inputs: x.inputs, outputs: x.outputs))
+        }
+        let subgraphs = b.createVector(offsets: subgraphTables)
+        let codes: [FlatBufferOffset] = opcodes.map { c in
+            b.table { x in
+                // Readers take max(deprecated_builtin_code, builtin_code); codes past 126 use the placeholder 127.
+                x.add(0, Int8(clamping: min(c.code, 127)), default: 0)
+                x.add(2, c.version, default: 1)
+                x.add(3, c.code, default: 0)
+            }
+        }
+        let codeVector = b.createVector(offsets: codes)
+        let desc = b.createString(description)
+        let metaTables: [FlatBufferOffset] = metadataEntries.map { m in
+            let n = b.createString(m.name)
+            return b.table { x in
+                x.add(0, n)
+                x.add(1, UInt32(m.buffer), default: 0)
+            }
+        }
+        let metaVector: FlatBufferOffset? = metaTables.isEmpty ? nil : b.createVector(offsets: metaTables)
+        let model = b.table { x in
+            x.add(0, UInt32(3), default: 0)
+            x.add(1, codeVector)
+            x.add(2, subgraphs)
+            x.add(3, desc)
+            x.add(4, bufferVector)
+            x.add(6, metaVector)
+        }
+        return try b.finish(root: model, fileIdentifier: "TFL3")
+    }
+
+    /// One subgraph's table: tensors, inputs, outputs, operators, name (in this order, as subgraph 0 always was).
+    private static func subgraphTable(_ b: FlatBufferBuilder, name: String, tensors: [TensorRecord], operators: [OperatorRecord],
+                                      inputs: [Int], outputs: [Int]) -> FlatBufferOffset {
         let tensorTables: [FlatBufferOffset] = tensors.map { t in
             let shape = b.createVector(t.shape.map { Int32(clamping: $0) })
             let name = b.createString(t.name)
@@ -129,42 +197,15 @@ struct TFLiteFileBuilder {
         let operatorVector = b.createVector(offsets: operatorTables)
         let inputVector = b.createVector(inputs.map { Int32($0) })
         let outputVector = b.createVector(outputs.map { Int32($0) })
-        let name = b.createString(subgraphName)
+        let nameString = b.createString(name)
         let subgraph = b.table { x in
             x.add(0, tensorVector)
             x.add(1, inputVector)
             x.add(2, outputVector)
             x.add(3, operatorVector)
-            x.add(4, name)
+            x.add(4, nameString)
         }
-        let subgraphs = b.createVector(offsets: [subgraph])
-        let codes: [FlatBufferOffset] = opcodes.map { c in
-            b.table { x in
-                // Readers take max(deprecated_builtin_code, builtin_code); codes past 126 use the placeholder 127.
-                x.add(0, Int8(clamping: min(c.code, 127)), default: 0)
-                x.add(2, c.version, default: 1)
-                x.add(3, c.code, default: 0)
-            }
-        }
-        let codeVector = b.createVector(offsets: codes)
-        let desc = b.createString(description)
-        let metaTables: [FlatBufferOffset] = metadataEntries.map { m in
-            let n = b.createString(m.name)
-            return b.table { x in
-                x.add(0, n)
-                x.add(1, UInt32(m.buffer), default: 0)
-            }
-        }
-        let metaVector: FlatBufferOffset? = metaTables.isEmpty ? nil : b.createVector(offsets: metaTables)
-        let model = b.table { x in
-            x.add(0, UInt32(3), default: 0)
-            x.add(1, codeVector)
-            x.add(2, subgraphs)
-            x.add(3, desc)
-            x.add(4, bufferVector)
-            x.add(6, metaVector)
-        }
-        return try b.finish(root: model, fileIdentifier: "TFL3")
+        return subgraph
     }
 }
 

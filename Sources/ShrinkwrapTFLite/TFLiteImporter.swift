@@ -2,7 +2,7 @@ import FlatBuffers
 import Foundation
 import ShrinkwrapIR
 
-/// Reads TensorFlow Lite flatbuffers (.tflite): subgraph 0 of float32,
+/// Reads TensorFlow Lite flatbuffers (.tflite): subgraph 0 (and the subgraphs its WHILEs run, as Loops) of float32,
 /// float16 (FLOAT16 constants behind DEQUANTIZE) and dynamic-range int8
 /// models (int8 weights become affine-encoded weights, not dequantized away).
 ///
@@ -44,16 +44,22 @@ struct TFLiteContext {
     var constantTensors: [Int: WeightEncoding] = [:]
     /// How many operator inputs read each tensor.
     var readers: [Int: Int] = [:]
+    /// The subgraphs being translated, outermost first (WHILE inlines its condition and body; a cycle is an error).
+    var subgraphStack: [Int] = [0]
+    /// Operators translated so far over every inlined subgraph (WHILE nests may inline a subgraph many times).
+    var inlinedOps = 0
 
     init(model: TFLiteModel) { self.model = model }
 
     func loc(_ op: TFLiteModel.Op) -> SourceLocation {
         let out = op.outputs.first.map { model.tensors[$0].name } ?? "?"
-        return SourceLocation(file: file, place: "operators[\(op.index)] \(op.name) → '\(out.escapingControlCharacters)'")
+        let prefix = model.current == 0 ? "" : "subgraphs[\(model.current)]."
+        return SourceLocation(file: file, place: prefix + "operators[\(op.index)] \(op.name) → '\(out.escapingControlCharacters)'")
     }
 
     func loc(tensor i: Int) -> SourceLocation {
-        SourceLocation(file: file, place: "tensor[\(i)] '\(model.tensors[i].name.escapingControlCharacters)'")
+        let prefix = model.current == 0 ? "" : "subgraphs[\(model.current)]."
+        return SourceLocation(file: file, place: prefix + "tensor[\(i)] '\(model.tensors[i].name.escapingControlCharacters)'")
     }
 
     // MARK: - Names
@@ -258,16 +264,65 @@ struct TFLiteContext {
 
     mutating func build() throws -> Graph {
         let m = model
-        // Every unsupported op, all at once.
+        // Every unsupported op, all at once (in every subgraph: WHILE's condition and body too).
         var missing: [String] = []
-        for op in m.ops where TFLiteOps.translator(op.name) == nil && op.name != "DEQUANTIZE" && op.name != "DENSIFY" {
-            if !missing.contains(op.name) { missing.append(op.name) }
+        for sg in m.subgraphs {
+            for op in sg.ops where TFLiteOps.translator(op.name) == nil && op.name != "DEQUANTIZE" && op.name != "DENSIFY" {
+                if !missing.contains(op.name) { missing.append(op.name) }
+            }
         }
         if !missing.isEmpty { throw ImportError.unsupportedOps(file: file, ops: missing) }
+        let (folded, dequantizedRows) = try prepareTensors()
 
+        // Graph inputs and outputs keep the file's shapes (−1 in the signature: a symbolic dimension).
+        func info(_ i: Int) throws -> ValueInfo {
+            let t = m.tensors[i]
+            guard let dtype = TFLiteContext.dtype(t.type) else {
+                throw ImportError.unsupported(loc(tensor: i), what: "graph input / output of type \(TFLiteModel.typeName(t.type))")
+            }
+            if t.quantization != nil, t.type == 9 || t.type == 3 {
+                throw ImportError.unsupported(loc(tensor: i), what: "quantized \(TFLiteModel.typeName(t.type)) graph input / output (fully quantized models are not supported yet)")
+            }
+            var dims: [Dim] = t.shape.map { .fixed($0) }
+            if let sig = t.signature, sig.count == dims.count {
+                for (k, s) in sig.enumerated() where s < 0 { dims[k] = .symbolic(k == 0 ? "batch" : "\(names[i])_d\(k)") }
+            }
+            return ValueInfo(name: names[i], dtype: dtype, shape: dims)
+        }
+        let inputs = try m.inputs.filter { constantTensors[$0] == nil }.map(info)
+        let outputs = try m.outputs.map(info)
+
+        try translateOps(folded: folded, dequantizedRows: dequantizedRows)
+
+        // Constants the nodes read: a tensor constant read under its own name.
+        var graph = Graph(name: m.subgraphName, inputs: inputs, outputs: outputs, nodes: [], constants: [],
+                          metadata: Metadata(), sourceFormat: "tflite", sourceVersion: "schema \(m.version)")
+        let read = Set(nodes.flatMap(\.inputs))
+        let outputNames = Set(outputs.map(\.name))
+        for (i, e) in constantTensors.sorted(by: { $0.key < $1.key }) where read.contains(names[i]) || outputNames.contains(names[i]) {
+            graph.setConstant(Constant(name: names[i], encoding: e))
+        }
+        for name in constantOrder where read.contains(name) {
+            if let c = constants[name] { graph.setConstant(c) }
+        }
+        graph.nodes = TFLiteContext.cancelTransposes(nodes, keep: outputNames)
+        graph.metadata.docString = m.description
+        for (key, b) in m.metadata where key == "min_runtime_version" && b < m.buffers.count {
+            let text = String(decoding: m.buffers[b].prefix { $0 != 0 }, as: UTF8.self)
+            graph.metadata.properties.append((key: key, value: text))
+        }
+        // tflite-support metadata (name, description, labels, input normalization, vocabulary).
+        try TFLiteMetadata.read(m, into: &graph, inputs: m.inputs.map { constantTensors[$0] == nil ? names[$0] : nil }, outputs: m.outputs.map { names[$0] })
+        return graph
+    }
+
+    /// The current subgraph's value names (input tensors bound to `bound`'s names when it is inlined), readers and
+    /// constants, DENSIFY and DEQUANTIZE of constants folded: the folded ops and the rows gathered from quantized tables.
+    mutating func prepareTensors(bound: [Int: String] = [:]) throws -> (folded: Set<Int>, rows: Set<Int>) {
+        let m = model
         // Names: the file's, made unique.
         names = m.tensors.map { _ in "" }
-        for t in m.tensors { names[t.index] = unique(t.name.isEmpty ? "tensor\(t.index)" : t.name) }
+        for t in m.tensors { names[t.index] = bound[t.index] ?? unique(t.name.isEmpty ? "tensor\(t.index)" : t.name) }
         for op in m.ops { for i in op.inputs where i >= 0 { readers[i, default: 0] += 1 } }
 
         // Constants, then DEQUANTIZE of constants folded into encoded constants.
@@ -300,25 +355,12 @@ struct TFLiteContext {
             }
             folded.insert(op.index)
         }
+        return (folded, dequantizedRows)
+    }
 
-        // Graph inputs and outputs keep the file's shapes (−1 in the signature: a symbolic dimension).
-        func info(_ i: Int) throws -> ValueInfo {
-            let t = m.tensors[i]
-            guard let dtype = TFLiteContext.dtype(t.type) else {
-                throw ImportError.unsupported(loc(tensor: i), what: "graph input / output of type \(TFLiteModel.typeName(t.type))")
-            }
-            if t.quantization != nil, t.type == 9 || t.type == 3 {
-                throw ImportError.unsupported(loc(tensor: i), what: "quantized \(TFLiteModel.typeName(t.type)) graph input / output (fully quantized models are not supported yet)")
-            }
-            var dims: [Dim] = t.shape.map { .fixed($0) }
-            if let sig = t.signature, sig.count == dims.count {
-                for (k, s) in sig.enumerated() where s < 0 { dims[k] = .symbolic(k == 0 ? "batch" : "\(names[i])_d\(k)") }
-            }
-            return ValueInfo(name: names[i], dtype: dtype, shape: dims)
-        }
-        let inputs = try m.inputs.filter { constantTensors[$0] == nil }.map(info)
-        let outputs = try m.outputs.map(info)
-
+    /// Translates the current subgraph's operators (but the folded ones) into nodes.
+    mutating func translateOps(folded: Set<Int>, dequantizedRows: Set<Int>) throws {
+        let m = model
         for op in m.ops where !folded.contains(op.index) {
             if op.name == "DEQUANTIZE", let x = op.inputs.first, let out = op.outputs.first, dequantizedRows.contains(x) {
                 emit("Identity", [value(x)], [value(out)])
@@ -333,27 +375,6 @@ struct TFLiteContext {
             }
             try translate(&self, op)
         }
-
-        // Constants the nodes read: a tensor constant read under its own name.
-        var graph = Graph(name: m.subgraphName, inputs: inputs, outputs: outputs, nodes: [], constants: [],
-                          metadata: Metadata(), sourceFormat: "tflite", sourceVersion: "schema \(m.version)")
-        let read = Set(nodes.flatMap(\.inputs))
-        let outputNames = Set(outputs.map(\.name))
-        for (i, e) in constantTensors.sorted(by: { $0.key < $1.key }) where read.contains(names[i]) || outputNames.contains(names[i]) {
-            graph.setConstant(Constant(name: names[i], encoding: e))
-        }
-        for name in constantOrder where read.contains(name) {
-            if let c = constants[name] { graph.setConstant(c) }
-        }
-        graph.nodes = TFLiteContext.cancelTransposes(nodes, keep: outputNames)
-        graph.metadata.docString = m.description
-        for (key, b) in m.metadata where key == "min_runtime_version" && b < m.buffers.count {
-            let text = String(decoding: m.buffers[b].prefix { $0 != 0 }, as: UTF8.self)
-            graph.metadata.properties.append((key: key, value: text))
-        }
-        // tflite-support metadata (name, description, labels, input normalization, vocabulary).
-        try TFLiteMetadata.read(m, into: &graph, inputs: m.inputs.map { constantTensors[$0] == nil ? names[$0] : nil }, outputs: m.outputs.map { names[$0] })
-        return graph
     }
 
     static func dtype(_ t: Int8) -> DType? {

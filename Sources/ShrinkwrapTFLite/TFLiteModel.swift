@@ -54,7 +54,34 @@ struct TFLiteModel {
     /// Each buffer's bytes (empty when it holds none).
     var buffers: [ArraySlice<UInt8>]
     var metadata: [(name: String, buffer: Int)]
-    var subgraphCount: Int
+    var subgraphCount: Int { subgraphs.count }
+
+    /// One subgraph's tables (subgraph 0 is the model; WHILE's condition and body are others).
+    struct Subgraph {
+        var name: String
+        var tensors: [TensorInfo]
+        var inputs: [Int]
+        var outputs: [Int]
+        var ops: [Op]
+    }
+
+    /// Every subgraph, each read and checked like subgraph 0.
+    var subgraphs: [Subgraph]
+    /// Which subgraph `tensors`, `inputs`, `outputs` and `ops` are (0 unless `viewing(_:)` chose another).
+    var current = 0
+
+    /// The model with subgraph `k`'s tables as its tensors, inputs, outputs and operators.
+    func viewing(_ k: Int) -> TFLiteModel {
+        var m = self
+        let s = subgraphs[k]
+        m.current = k
+        m.subgraphName = s.name
+        m.tensors = s.tensors
+        m.inputs = s.inputs
+        m.outputs = s.outputs
+        m.ops = s.ops
+        return m
+    }
 
     static func typeName(_ t: Int8) -> String { TFLiteSchemaTables.tensorTypes[t] ?? "type \(t)" }
 
@@ -89,17 +116,29 @@ struct TFLiteModel {
         metadata = try metas.enumerated().map { i, m in
             try r.wrap("metadata[\(i)]") { (try m.string(0) ?? "", Int(try m.scalar(1, default: UInt32(0)))) }
         }
-        let subgraphs = try r.wrap("Model.subgraphs") { try root.tables(2) ?? [] }
-        subgraphCount = subgraphs.count
-        guard let sg = subgraphs.first else { throw ImportError.malformed(r.loc("Model.subgraphs"), reason: "the model has no subgraph") }
-        subgraphName = try r.wrap("subgraphs[0].name") { try sg.string(4) ?? "" }
-        let tensors = try Self.readTensors(sg, bufferCount: buffers.count, r)
-        self.tensors = tensors
-        inputs = try r.indices(try r.wrap("subgraphs[0].inputs") { try sg.scalars(1, as: Int32.self) ?? [] }, "subgraphs[0].inputs",
-                               optional: false, tensorCount: tensors.count)
-        outputs = try r.indices(try r.wrap("subgraphs[0].outputs") { try sg.scalars(2, as: Int32.self) ?? [] }, "subgraphs[0].outputs",
-                                optional: false, tensorCount: tensors.count)
-        self.ops = try Self.readOperators(sg, opNames: opNames, tensorCount: tensors.count, r)
+        let tables = try r.wrap("Model.subgraphs") { try root.tables(2) ?? [] }
+        guard !tables.isEmpty else { throw ImportError.malformed(r.loc("Model.subgraphs"), reason: "the model has no subgraph") }
+        let subgraphs = try tables.enumerated().map { k, sg in try Self.readSubgraph(sg, k, opNames: opNames, bufferCount: buffers.count, r) }
+        self.subgraphs = subgraphs
+        subgraphName = subgraphs[0].name
+        tensors = subgraphs[0].tensors
+        inputs = subgraphs[0].inputs
+        outputs = subgraphs[0].outputs
+        ops = subgraphs[0].ops
+    }
+
+    /// Subgraph `k`: its name, tensors, inputs, outputs and operators, every index checked.
+    private static func readSubgraph(_ sg: Table, _ k: Int, opNames: [(name: String, version: Int32)], bufferCount: Int,
+                                     _ r: FieldReader) throws -> Subgraph {
+        let place = "subgraphs[\(k)]"
+        let name = try r.wrap(place + ".name") { try sg.string(4) ?? "" }
+        let tensors = try readTensors(sg, k, bufferCount: bufferCount, r)
+        let inputs = try r.indices(try r.wrap(place + ".inputs") { try sg.scalars(1, as: Int32.self) ?? [] }, place + ".inputs",
+                                   optional: false, tensorCount: tensors.count)
+        let outputs = try r.indices(try r.wrap(place + ".outputs") { try sg.scalars(2, as: Int32.self) ?? [] }, place + ".outputs",
+                                    optional: false, tensorCount: tensors.count)
+        let ops = try readOperators(sg, k, opNames: opNames, tensorCount: tensors.count, r)
+        return Subgraph(name: name, tensors: tensors, inputs: inputs, outputs: outputs, ops: ops)
     }
 
     /// Each operator code's name ("CONV_2D", "CUSTOM(name)", "BUILTIN_<code>" for one this schema does not name) and version.
@@ -144,16 +183,18 @@ struct TFLiteModel {
         return buffers
     }
 
-    /// Subgraph 0's tensors: name, shape (no negative dimension), signature, type, buffer (checked against
+    /// Subgraph `k`'s tensors: name, shape (no negative dimension), signature, type, buffer (checked against
     /// `bufferCount`), quantization and whether it is a variable.
-    private static func readTensors(_ sg: Table, bufferCount: Int, _ r: FieldReader) throws -> [TensorInfo] {
-        let tensorTables = try r.wrap("subgraphs[0].tensors") { try sg.tables(0) ?? [] }
+    private static func readTensors(_ sg: Table, _ k: Int, bufferCount: Int, _ r: FieldReader) throws -> [TensorInfo] {
+        // Subgraph 0's places are unprefixed, as before the other subgraphs were read.
+        let prefix = k == 0 ? "" : "subgraphs[\(k)]."
+        let tensorTables = try r.wrap("subgraphs[\(k)].tensors") { try sg.tables(0) ?? [] }
         var tensors: [TensorInfo] = []
         tensors.reserveCapacity(tensorTables.count)
         for (i, t) in tensorTables.enumerated() {
-            let place = "tensors[\(i)]"
+            let place = prefix + "tensors[\(i)]"
             let name = try r.wrap(place) { try t.string(3) ?? "" }
-            let tplace = "tensor[\(i)] '\(name)'"
+            let tplace = prefix + "tensor[\(i)] '\(name)'"
             let shape = try r.wrap(tplace) { (try t.scalars(0, as: Int32.self) ?? []).map(Int.init) }
             if let bad = shape.first(where: { $0 < 0 }) {
                 throw ImportError.badTensor(r.loc(tplace), reason: "negative dimension \(bad) in shape \(shape)")
@@ -179,13 +220,15 @@ struct TFLiteModel {
         return tensors
     }
 
-    /// Subgraph 0's operators, their operator codes and tensor indices checked.
-    private static func readOperators(_ sg: Table, opNames: [(name: String, version: Int32)], tensorCount: Int, _ r: FieldReader) throws -> [Op] {
-        let opTables = try r.wrap("subgraphs[0].operators") { try sg.tables(3) ?? [] }
+    /// Subgraph `k`'s operators, their operator codes and tensor indices checked.
+    private static func readOperators(_ sg: Table, _ k: Int, opNames: [(name: String, version: Int32)], tensorCount: Int,
+                                      _ r: FieldReader) throws -> [Op] {
+        let prefix = k == 0 ? "" : "subgraphs[\(k)]."
+        let opTables = try r.wrap("subgraphs[\(k)].operators") { try sg.tables(3) ?? [] }
         var ops: [Op] = []
         ops.reserveCapacity(opTables.count)
         for (i, o) in opTables.enumerated() {
-            let place = "operators[\(i)]"
+            let place = prefix + "operators[\(i)]"
             let code = Int(try r.wrap(place) { try o.scalar(0, default: UInt32(0)) })
             guard code < opNames.count else {
                 throw ImportError.malformed(r.loc(place), reason: "opcode_index \(code) is past the \(opNames.count) operator codes")

@@ -112,6 +112,7 @@ extension TFLiteOps {
 
     static func slice(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
         try arity(c, op, 3)
+        if c.constantEncoding(op.inputs[1]) == nil { return try sliceAtRunTime(&c, op) }
         let begin = try c.requireInts(op, 1, "begin"), size = try c.requireInts(op, 2, "size")
         guard begin.count == size.count else { throw ImportError.malformed(c.loc(op), reason: "begin \(begin) and size \(size) differ in length") }
         let ends = zip(begin, size).map { b, s in s < 0 ? Int(Int64.max) : b + s }

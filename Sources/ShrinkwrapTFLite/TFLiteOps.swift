@@ -73,6 +73,13 @@ enum TFLiteOps {
         t["CAST"] = cast
         t["BROADCAST_TO"] = broadcastTo
         t["MIRROR_PAD"] = mirrorPad
+        t["ARG_MAX"] = { c, op in try argExtreme(&c, op, "ArgMax") }
+        t["ARG_MIN"] = { c, op in try argExtreme(&c, op, "ArgMin") }
+        t["TILE"] = tile
+        t["ONE_HOT"] = oneHot
+        t["RANGE"] = range
+        t["SCATTER_ND"] = scatterND
+        t["WHILE"] = whileLoop
         return t
     }()
 

@@ -76,10 +76,10 @@ final class TFLiteImporterTests: XCTestCase {
     func testUnsupportedOpsAreListedTogether() throws {
         var m = convModel()
         m.tensors.append(TestTFLite.T(name: "z", shape: [1]))
-        m.ops += [TestTFLite.O(code: 32, custom: "MyOp", inputs: [5], outputs: [6]), TestTFLite.O(code: 119, inputs: [5], outputs: [6]),
-                  TestTFLite.O(code: 32, custom: "Other", inputs: [5], outputs: [6]), TestTFLite.O(code: 119, inputs: [5], outputs: [6])]
+        m.ops += [TestTFLite.O(code: 32, custom: "MyOp", inputs: [5], outputs: [6]), TestTFLite.O(code: 118, inputs: [5], outputs: [6]),
+                  TestTFLite.O(code: 32, custom: "Other", inputs: [5], outputs: [6]), TestTFLite.O(code: 118, inputs: [5], outputs: [6])]
         XCTAssertEqual(errorText { _ = try TFLiteImporter.importModel(bytes: try m.bytes(), file: "m.tflite") },
-                       "m.tflite: unsupported ops (3): CUSTOM(MyOp), WHILE, CUSTOM(Other)")
+                       "m.tflite: unsupported ops (3): CUSTOM(MyOp), IF, CUSTOM(Other)")
     }
 
     func testMalformedFilesGiveOneLineErrors() throws {
