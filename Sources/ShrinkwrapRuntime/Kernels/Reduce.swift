@@ -74,12 +74,11 @@ public enum ReduceKernels {
     /// `op.merge` joins two partial accumulators (used by the contiguous
     /// path, which keeps four interleaved partials for speed).
     @inline(__always)
-    static func reduce<Op: EWReduceOp>(_ x: [Op.T], _ L: Layout, threads: Int, _ op: Op) -> [Op.T] {
-        typealias T = Op.T
+    static func reduce<Op: EWReduceOp>(_ x: [Op.T], _ L: Layout, threads: Int, _ op: Op) -> [Op.A] {
         let initial = op.initial
         let n = L.outCount
         if n == 0 { return [] }
-        var out = [T](repeating: initial, count: n)
+        var out = [Op.A](repeating: initial, count: n)
         if L.reduceCount == 0 { return out }
         let R = L.reduceCount
         let grain = Swift.max(1, EWKit.cheapGrain / R)
@@ -206,21 +205,21 @@ public enum ReduceKernels {
         }
     }
 
-    // Accumulator functors (see `EWReduceOp`).
+    // Accumulator functors (see `EWReduceOp`). Float sums accumulate in double.
     struct SumF: EWReduceOp {
-        var initial: Float { 0 }
-        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { a + x }
-        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { a + b }
+        var initial: Double { 0 }
+        @inline(__always) func combine(_ a: Double, _ x: Float) -> Double { a + Double(x) }
+        @inline(__always) func merge(_ a: Double, _ b: Double) -> Double { a + b }
     }
     struct L1F: EWReduceOp {
-        var initial: Float { 0 }
-        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { a + Swift.abs(x) }
-        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { a + b }
+        var initial: Double { 0 }
+        @inline(__always) func combine(_ a: Double, _ x: Float) -> Double { a + Double(Swift.abs(x)) }
+        @inline(__always) func merge(_ a: Double, _ b: Double) -> Double { a + b }
     }
     struct SumSquareF: EWReduceOp {
-        var initial: Float { 0 }
-        @inline(__always) func combine(_ a: Float, _ x: Float) -> Float { a + x * x }
-        @inline(__always) func merge(_ a: Float, _ b: Float) -> Float { a + b }
+        var initial: Double { 0 }
+        @inline(__always) func combine(_ a: Double, _ x: Float) -> Double { let v = Double(x); return a + v * v }
+        @inline(__always) func merge(_ a: Double, _ b: Double) -> Double { a + b }
     }
     struct ProdF: EWReduceOp {
         var initial: Float { 1 }
@@ -280,17 +279,17 @@ public enum ReduceKernels {
     static func reduceFloats(_ c: KernelContext, _ x: [Float], _ shape: [Int], _ L: Layout, _ op: Op) throws -> [Float] {
         let th = c.threads
         switch op {
-        case .sum: return reduce(x, L, threads: th, SumF())
+        case .sum: return reduce(x, L, threads: th, SumF()).map { Float($0) }
         case .mean:
-            let d = Float(L.reduceCount)
-            return reduce(x, L, threads: th, SumF()).map { $0 / d }
+            let d = Double(L.reduceCount)
+            return reduce(x, L, threads: th, SumF()).map { Float($0 / d) }
         case .max: return reduce(x, L, threads: th, MaxF())
         case .min: return reduce(x, L, threads: th, MinF())
         case .prod: return reduce(x, L, threads: th, ProdF())
-        case .l1: return reduce(x, L, threads: th, L1F())
-        case .l2: return reduce(x, L, threads: th, SumSquareF()).map { $0.squareRoot() }
-        case .sumSquare: return reduce(x, L, threads: th, SumSquareF())
-        case .logSum: return reduce(x, L, threads: th, SumF()).map { logf($0) }
+        case .l1: return reduce(x, L, threads: th, L1F()).map { Float($0) }
+        case .l2: return reduce(x, L, threads: th, SumSquareF()).map { Float($0.squareRoot()) }
+        case .sumSquare: return reduce(x, L, threads: th, SumSquareF()).map { Float($0) }
+        case .logSum: return reduce(x, L, threads: th, SumF()).map { Float(log($0)) }
         case .logSumExp:
             // log Σ e^(x - m) + m, with m the largest finite element (0 when none).
             var m = reduce(x, L, threads: th, MaxFiniteF())
@@ -299,7 +298,7 @@ public enum ReduceKernels {
             let e = EWKit.map2(x, m, p, threads: th, grain: EWKit.costlyGrain, ExpShifted())
             let s = reduce(e, L, threads: th, SumF())
             var r = [Float](repeating: 0, count: s.count)
-            for i in s.indices { r[i] = logf(s[i]) + m[i] }
+            for i in s.indices { r[i] = Float(log(s[i])) + m[i] }
             return r
         }
     }
@@ -412,10 +411,13 @@ public enum ReduceKernels {
 }
 
 /// An accumulation for `ReduceKernels.reduce`: a start value, a step and a
-/// join of two partial accumulators, as a concrete type so loops inline.
+/// join of two partial accumulators, as a concrete type so loops inline. The
+/// accumulator `A` may be wider than the elements `T` (float sums run in
+/// double: a long float32 running sum loses the small terms).
 protocol EWReduceOp {
     associatedtype T
-    var initial: T { get }
-    func combine(_ acc: T, _ x: T) -> T
-    func merge(_ a: T, _ b: T) -> T
+    associatedtype A
+    var initial: A { get }
+    func combine(_ acc: A, _ x: T) -> A
+    func merge(_ a: A, _ b: A) -> A
 }
