@@ -68,7 +68,7 @@ public enum ExportPreparation {
             inputs[i.name] = Tensor.zeros(shape, dtype: i.dtype ?? .float32)
         }
         var info = g.valueInfo
-        let interpreter = try Interpreter(graph: g, options: .init(threads: 1, optimize: false))
+        let interpreter = try Interpreter(graph: LoopPreparation.bounded(g), options: .init(threads: 1, optimize: false))
         let loopReads = LoopPreparation.loopReads(g)
         var loopValues = inputs.filter { loopReads.contains($0.key) }
         let results = try interpreter.run(inputs) { node, outs in

@@ -35,6 +35,22 @@ enum LoopPreparation {
         }
     }
 
+    /// `g` for the annotation run: every Loop's trip count bounded by `annotatedIterations`
+    /// (zero inputs may never meet a loop's own stop condition; only shapes are
+    /// wanted, and a kept loop's shapes do not change from one iteration to the next).
+    static func bounded(_ g: Graph) -> Graph {
+        var out = g
+        var names = NameAllocator(.suffixed, taken: g.allNames)
+        for k in out.nodes.indices where out.nodes[k].opType == "Loop" && out.nodes[k].inputs.count >= 2 {
+            var limit = Int64(annotatedIterations)
+            if let m = out.nodes[k].input(0), let v = g.constant(named: m)?.encoding.decoded().ints?.first { limit = min(limit, v) }
+            let name = names.fresh("\(out.nodes[k].label)_annotation_trips")
+            out.setConstant(Constant(name: name, tensor: .scalar(int: limit)))
+            out.nodes[k].inputs[0] = name
+        }
+        return out
+    }
+
     /// The values each Loop reads (M, cond, initial carried values, captures), recorded during a run.
     static func loopReads(_ g: Graph) -> Set<String> {
         Set(g.nodes.filter { $0.opType == "Loop" }.flatMap(\.readNames))

@@ -10,7 +10,8 @@ final class LoopPreparationTests: XCTestCase {
     /// Loop(M = 4, cond, acc0, w) with body (i, c, acc, wc) → (i < 2 · 10, acc + x · wcᵀᵀ, wc):
     /// `wc` is carried unchanged (paddle2onnx's way with weights); `x` is read from the main graph.
     /// `grow`: the body also carries a value that grows by one element per iteration.
-    static func loopGraph(grow: Bool = false, scan: Bool = false) -> Graph {
+    /// `dataStop`: no trip count; the loop stops once Σ acc reaches 100, which zero inputs never do.
+    static func loopGraph(grow: Bool = false, scan: Bool = false, dataStop: Bool = false) -> Graph {
         var body = Graph(name: "body")
         body.inputs = [ValueInfo(name: "i", dtype: .int64, shape: []), ValueInfo(name: "c", dtype: .bool, shape: []),
                        ValueInfo(name: "acc", dtype: .float32, shape: nil), ValueInfo(name: "wc", dtype: .float32, shape: nil)]
@@ -27,7 +28,13 @@ final class LoopPreparationTests: XCTestCase {
         ]
         body.outputs = [ValueInfo(name: "c2", dtype: .bool, shape: nil), ValueInfo(name: "acc2", dtype: .float32, shape: nil),
                         ValueInfo(name: "wc", dtype: .float32, shape: nil)]
-        var loopInputs = ["m", "go", "acc0", "w"]
+        if dataStop {
+            body.setConstant(Constant(name: "hundred", tensor: .scalar(100)))
+            body.nodes += [Node(name: "sum", opType: "ReduceSum", inputs: ["acc2"], outputs: ["total"], attributes: ["keepdims": .int(0)]),
+                           Node(name: "below", opType: "Less", inputs: ["total", "hundred"], outputs: ["c3"])]
+            body.outputs[0].name = "c3"
+        }
+        var loopInputs = [dataStop ? "" : "m", "go", "acc0", "w"]
         var loopOutputs = ["acc_final", "w_final"]
         if grow {
             body.inputs.append(ValueInfo(name: "g", dtype: .float32, shape: nil))
@@ -84,6 +91,16 @@ final class LoopPreparationTests: XCTestCase {
         // Four iterations (M) of acc + x · w from 0.5: the first element is 0.5 + 4 · (1 · −2).
         XCTAssertEqual(b["y"]?.floats?.first, 0)
         XCTAssertEqual(b["y"]?.floats?[4], 0.5 + 4 * 4 * 2)
+    }
+
+    func testLoopsThatZeroInputsNeverEndAreAnnotatedWithinABound() throws {
+        let g = Self.loopGraph(dataStop: true)
+        let p = try ExportPreparation.prepare(g, keepingLoops: true).graph
+        guard let loop = p.nodes.first(where: { $0.opType == "Loop" }) else { return XCTFail("the Loop was not kept") }
+        XCTAssertEqual(loop.inputs.first, "", "the bound is for the annotation run only")
+        let a = try Interpreter(graph: g).run(feed()), b = try Interpreter(graph: p).run(feed())
+        XCTAssertEqual(a["y"], b["y"])
+        XCTAssertGreaterThan(b["y"]?.floats?.reduce(0, +) ?? 0, 100)
     }
 
     func testValuesThatChangeShapeAreRefused() throws {
