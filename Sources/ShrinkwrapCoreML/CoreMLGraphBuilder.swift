@@ -14,7 +14,8 @@ struct GraphBuilderState {
     var ranks: [String: Int] = [:]
     /// The last layer's first output (a classifier's default probability blob).
     var lastBlob = ""
-    private var usedNames = NameAllocator()
+    /// Every value and node name taken (shared with loop bodies, whose names must not clash).
+    var usedNames = NameAllocator()
     private var unsupported: [String] = []
 
     init(file: String) { self.file = file }
@@ -90,6 +91,11 @@ struct GraphBuilderState {
         }
         if rank5 { try rank5Inputs(place: place) }
         for (k, p) in preprocessing.enumerated() { try preprocess(p, place: "\(place).preprocessing[\(k)]") }
+        try readLayers(layers, place: place)
+    }
+
+    /// Reads `layers` in order (a network's, or a loop's body or condition network).
+    mutating func readLayers(_ layers: [CoreML_Specification_NeuralNetworkLayer], place: String) throws {
         // Outputs of layers that could not be read: layers reading them are skipped quietly,
         // so the error lists the layers that are actually unsupported.
         var unavailable = Set<String>()

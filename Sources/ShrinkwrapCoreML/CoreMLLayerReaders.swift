@@ -33,6 +33,8 @@ enum CoreMLLayerReaders {
         "equal": compare, "notEqual": compare, "lessThan": compare, "lessEqual": compare, "greaterThan": compare,
         "greaterEqual": compare, "logicalAnd": logical, "logicalOr": logical, "logicalXor": logical, "logicalNot": logical,
         "whereBroadcastable": whereBroadcastable, "broadcastToStatic": broadcastToStatic,
+        "scatterAlongAxis": scatterAlongAxis, "oneHot": oneHot, "rangeStatic": rangeStatic, "rangeDynamic": rangeDynamic,
+        "getShape": getShape, "broadcastToDynamic": broadcastToDynamic, "copy": copy, "sliceDynamic": sliceDynamic, "loop": loop,
     ]
 
     /// Official names of the layer kinds outside our schema subset (they parse as unknown fields).
