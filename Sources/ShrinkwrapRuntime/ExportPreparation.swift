@@ -19,8 +19,11 @@ public enum ExportPreparation {
     /// since the exporter cannot guess it. Ifs whose conditions become
     /// constant are inlined (`foldingConstantBranches`); control flow that
     /// stays is refused, since these formats cannot express it (`format`
-    /// names the format in the message).
-    public static func prepare(_ graph: Graph, batch: Int = 1, format: String = "this format") throws -> (graph: Graph, report: Report) {
+    /// names the format in the message) — except Loops with `keepingLoops`,
+    /// for formats that write them: those are kept in the normal form
+    /// `LoopPreparation` describes, their bodies folded and annotated.
+    public static func prepare(_ graph: Graph, batch: Int = 1, format: String = "this format",
+                               keepingLoops: Bool = false) throws -> (graph: Graph, report: Report) {
         var g = graph
         var report = Report()
         for (k, input) in g.inputs.enumerated() where !g.isConstant(input.name) {
@@ -47,9 +50,15 @@ public enum ExportPreparation {
             folded = refolded
             count += branches + more
         }
+        if keepingLoops && folded.nodes.contains(where: { $0.opType == "Loop" }) {
+            let (refolded, more) = try StaticFolding.fold(folded.hoistingLoopInvariants().graph.localizingLoopConstants())
+            folded = refolded
+            count += more
+            try LoopPreparation.checkForm(folded, format: format)
+        }
         g = folded
         report.foldedNodes = count
-        try refuseControlFlow(g, format: format)
+        try refuseControlFlow(g, format: format, keepingLoops: keepingLoops)
 
         var inputs: [String: Tensor] = [:]
         for i in g.runtimeInputs {
@@ -60,8 +69,11 @@ public enum ExportPreparation {
         }
         var info = g.valueInfo
         let interpreter = try Interpreter(graph: g, options: .init(threads: 1, optimize: false))
+        let loopReads = LoopPreparation.loopReads(g)
+        var loopValues = inputs.filter { loopReads.contains($0.key) }
         let results = try interpreter.run(inputs) { node, outs in
             for (o, t) in zip(node.outputs, outs) where !o.isEmpty {
+                if loopReads.contains(o) { loopValues[o] = t }
                 let doc = info[o]?.docString ?? ""
                 info[o] = ValueInfo(name: o, dtype: t.dtype, shape: t.shape.map { .fixed($0) }, docString: doc)
             }
@@ -73,12 +85,16 @@ public enum ExportPreparation {
             }
         }
         g.valueInfo = info
+        for k in g.nodes.indices where g.nodes[k].opType == "Loop" {
+            g.nodes[k] = try LoopPreparation.prepared(g.nodes[k], in: g, values: loopValues, format: format)
+        }
         return (g, report)
     }
 
-    /// One line naming every If / Loop left: they have no counterpart in the fixed-shape formats yet.
-    static func refuseControlFlow(_ g: Graph, format: String) throws {
-        let left = g.nodes.filter(\.hasSubgraphs)
+    /// One line naming every If / Loop left (Loops are kept with `keepingLoops`): they have no
+    /// counterpart in the fixed-shape formats.
+    static func refuseControlFlow(_ g: Graph, format: String, keepingLoops: Bool = false) throws {
+        let left = g.nodes.filter { $0.hasSubgraphs && !(keepingLoops && $0.opType == "Loop") }
         guard !left.isEmpty else { return }
         let what = left.map { n in
             n.opType == "If"
