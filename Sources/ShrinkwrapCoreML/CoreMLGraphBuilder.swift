@@ -17,6 +17,8 @@ struct GraphBuilderState {
     /// Every value and node name taken (shared with loop bodies, whose names must not clash).
     var usedNames = NameAllocator()
     private var unsupported: [String] = []
+    /// int32 inputs cast to float (`asFloat`).
+    private var floatInputs: [String: String] = [:]
 
     init(file: String) { self.file = file }
 
@@ -65,6 +67,16 @@ struct GraphBuilderState {
             throw ImportError.malformed(loc(place), reason: "reads blob '\(blob.escapingControlCharacters)', which no earlier layer or input produces")
         }
         return v
+    }
+
+    /// Value `v` as float: an int32 model input (Core ML computes on floats) is cast once, for
+    /// layers that mix it with float values; anything else is returned as it is.
+    mutating func asFloat(_ v: String) -> String {
+        guard graph.inputs.contains(where: { $0.name == v && $0.dtype == .int32 }) else { return v }
+        if let c = floatInputs[v] { return c }
+        let c = node("Cast", "\(v)_as_float", [v], [temp("\(v)_float")], ["to": .int(1)], rank: ranks[v])
+        floatInputs[v] = c
+        return c
     }
 
     /// Claims blob `name` as the output of a layer; returns the IR value name to write.
