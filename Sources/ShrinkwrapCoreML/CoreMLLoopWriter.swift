@@ -69,7 +69,12 @@ extension NNWriter {
         bw.layerNames = layerNames
         for c in body.capturedNames { bw.alias[c] = blob(c) }
         for (k, s) in state.enumerated() { if let s { bw.alias[body.inputs[k].name] = s } }
-        try bw.writeLayers()
+        do {
+            try bw.writeLayers()
+        } catch ExportError.unsupportedOps(_, let ops) {
+            // Listed with the outer graph's unsupported ops.
+            throw LayerWriterError("its body has \(ops.joined(separator: ", "))")
+        }
         try bw.writeBack(state: state, body: body, needsCondition: needsCondition)
         var l = layer(n.name, inputs: [], outputs: [])
         l.loop.maxLoopIterations = UInt64(trip ?? 0)

@@ -124,6 +124,18 @@ final class CoreMLLoopTests: XCTestCase {
         }
     }
 
+    func testUnsupportedBodyOpsAreListedWithTheLoop() throws {
+        var g = Self.loopGraph()
+        guard case .graph(var body)? = g.nodes[1].attributes["body"], let k = body.nodes.firstIndex(where: { $0.opType == "Min" }) else {
+            return XCTFail("no body")
+        }
+        body.nodes[k].opType = "Mod"
+        g.nodes[1].attributes["body"] = .graph(body)
+        XCTAssertThrowsError(try CoreMLExporter.exportSpec(try g.validatedAndSorted())) { e in
+            XCTAssertTrue("\(e)".contains("Loop (node 'loop': its body has Mod"), "\(e)")
+        }
+    }
+
     // MARK: malformed loop layers
 
     func model(_ layers: [Layer]) -> Data {
