@@ -234,6 +234,12 @@ struct GraphBuilderState {
     /// Makes value `v` available under `name` (an Identity when the names differ).
     mutating func renameOutput(_ v: String, to name: String) throws -> String {
         if v == name { return v }
+        if graph.nodes.contains(where: { $0.opType == "Loop" && $0.outputs.contains(v) }), graph.nodes.contains(where: { $0.outputs.contains(name) }) {
+            // A loop's final value of a blob first made before the loop: the earlier value is renamed.
+            try rename(value: name, to: fresh("\(name)_initial"))
+            node("Identity", "\(name)_output", [v], [name], rank: ranks[v])
+            return name
+        }
         if usedNames.isTaken(name), graph.nodes.contains(where: { $0.outputs.contains(name) }) || graph.isConstant(name) {
             return v
         }
@@ -247,6 +253,7 @@ struct GraphBuilderState {
         for k in graph.nodes.indices {
             for (j, o) in graph.nodes[k].outputs.enumerated() where o == old { graph.nodes[k].outputs[j] = new }
             for (j, i) in graph.nodes[k].inputs.enumerated() where i == old { graph.nodes[k].inputs[j] = new }
+            for (key, sub) in graph.nodes[k].subgraphs { graph.nodes[k].attributes[key] = .graph(sub.renamingCaptures([old: new])) }
         }
         for (b, v) in blobs where v == old { blobs[b] = new }
         ranks[new] = ranks[old]
