@@ -111,6 +111,60 @@ public nonisolated enum CoreML_Specification_NeuralNetworkImageShapeMapping: Swi
 
 }
 
+public nonisolated enum CoreML_Specification_ScatterMode: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case scatterUpdate // = 0
+  case scatterAdd // = 1
+  case scatterSub // = 2
+  case scatterMul // = 3
+  case scatterDiv // = 4
+  case scatterMax // = 5
+  case scatterMin // = 6
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .scatterUpdate
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .scatterUpdate
+    case 1: self = .scatterAdd
+    case 2: self = .scatterSub
+    case 3: self = .scatterMul
+    case 4: self = .scatterDiv
+    case 5: self = .scatterMax
+    case 6: self = .scatterMin
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .scatterUpdate: return 0
+    case .scatterAdd: return 1
+    case .scatterSub: return 2
+    case .scatterMul: return 3
+    case .scatterDiv: return 4
+    case .scatterMax: return 5
+    case .scatterMin: return 6
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [CoreML_Specification_ScatterMode] = [
+    .scatterUpdate,
+    .scatterAdd,
+    .scatterSub,
+    .scatterMul,
+    .scatterDiv,
+    .scatterMax,
+    .scatterMin,
+  ]
+
+}
+
 public nonisolated struct CoreML_Specification_NeuralNetwork: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -666,6 +720,39 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .custom(newValue)}
   }
 
+  /// Control flow (specification 4).
+  public var copy: CoreML_Specification_CopyLayerParams {
+    get {
+      if case .copy(let v)? = _storage._layer {return v}
+      return CoreML_Specification_CopyLayerParams()
+    }
+    set {_uniqueStorage()._layer = .copy(newValue)}
+  }
+
+  public var loop: CoreML_Specification_LoopLayerParams {
+    get {
+      if case .loop(let v)? = _storage._layer {return v}
+      return CoreML_Specification_LoopLayerParams()
+    }
+    set {_uniqueStorage()._layer = .loop(newValue)}
+  }
+
+  public var rangeStatic: CoreML_Specification_RangeStaticLayerParams {
+    get {
+      if case .rangeStatic(let v)? = _storage._layer {return v}
+      return CoreML_Specification_RangeStaticLayerParams()
+    }
+    set {_uniqueStorage()._layer = .rangeStatic(newValue)}
+  }
+
+  public var rangeDynamic: CoreML_Specification_RangeDynamicLayerParams {
+    get {
+      if case .rangeDynamic(let v)? = _storage._layer {return v}
+      return CoreML_Specification_RangeDynamicLayerParams()
+    }
+    set {_uniqueStorage()._layer = .rangeDynamic(newValue)}
+  }
+
   /// ND (arbitrary-rank) layers.
   public var clip: CoreML_Specification_ClipLayerParams {
     get {
@@ -907,12 +994,28 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .transpose(newValue)}
   }
 
+  public var scatterAlongAxis: CoreML_Specification_ScatterAlongAxisLayerParams {
+    get {
+      if case .scatterAlongAxis(let v)? = _storage._layer {return v}
+      return CoreML_Specification_ScatterAlongAxisLayerParams()
+    }
+    set {_uniqueStorage()._layer = .scatterAlongAxis(newValue)}
+  }
+
   public var sliceStatic: CoreML_Specification_SliceStaticLayerParams {
     get {
       if case .sliceStatic(let v)? = _storage._layer {return v}
       return CoreML_Specification_SliceStaticLayerParams()
     }
     set {_uniqueStorage()._layer = .sliceStatic(newValue)}
+  }
+
+  public var sliceDynamic: CoreML_Specification_SliceDynamicLayerParams {
+    get {
+      if case .sliceDynamic(let v)? = _storage._layer {return v}
+      return CoreML_Specification_SliceDynamicLayerParams()
+    }
+    set {_uniqueStorage()._layer = .sliceDynamic(newValue)}
   }
 
   public var argMax: CoreML_Specification_ArgMaxLayerParams {
@@ -939,6 +1042,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .batchedMatmul(newValue)}
   }
 
+  public var getShape: CoreML_Specification_GetShapeLayerParams {
+    get {
+      if case .getShape(let v)? = _storage._layer {return v}
+      return CoreML_Specification_GetShapeLayerParams()
+    }
+    set {_uniqueStorage()._layer = .getShape(newValue)}
+  }
+
   public var loadConstantNd: CoreML_Specification_LoadConstantNDLayerParams {
     get {
       if case .loadConstantNd(let v)? = _storage._layer {return v}
@@ -953,6 +1064,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
       return CoreML_Specification_BroadcastToStaticLayerParams()
     }
     set {_uniqueStorage()._layer = .broadcastToStatic(newValue)}
+  }
+
+  public var broadcastToDynamic: CoreML_Specification_BroadcastToDynamicLayerParams {
+    get {
+      if case .broadcastToDynamic(let v)? = _storage._layer {return v}
+      return CoreML_Specification_BroadcastToDynamicLayerParams()
+    }
+    set {_uniqueStorage()._layer = .broadcastToDynamic(newValue)}
   }
 
   public var squeeze: CoreML_Specification_SqueezeLayerParams {
@@ -1091,6 +1210,14 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     set {_uniqueStorage()._layer = .layerNormalization(newValue)}
   }
 
+  public var oneHot: CoreML_Specification_OneHotLayerParams {
+    get {
+      if case .oneHot(let v)? = _storage._layer {return v}
+      return CoreML_Specification_OneHotLayerParams()
+    }
+    set {_uniqueStorage()._layer = .oneHot(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Layer: Equatable, Sendable {
@@ -1136,6 +1263,11 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case biDirectionalLstm(CoreML_Specification_BiDirectionalLSTMLayerParams)
     /// A layer implemented by the app.
     case custom(CoreML_Specification_CustomLayerParams)
+    /// Control flow (specification 4).
+    case copy(CoreML_Specification_CopyLayerParams)
+    case loop(CoreML_Specification_LoopLayerParams)
+    case rangeStatic(CoreML_Specification_RangeStaticLayerParams)
+    case rangeDynamic(CoreML_Specification_RangeDynamicLayerParams)
     /// ND (arbitrary-rank) layers.
     case clip(CoreML_Specification_ClipLayerParams)
     case ceil(CoreML_Specification_CeilLayerParams)
@@ -1167,12 +1299,16 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case splitNd(CoreML_Specification_SplitNDLayerParams)
     case concatNd(CoreML_Specification_ConcatNDLayerParams)
     case transpose(CoreML_Specification_TransposeLayerParams)
+    case scatterAlongAxis(CoreML_Specification_ScatterAlongAxisLayerParams)
     case sliceStatic(CoreML_Specification_SliceStaticLayerParams)
+    case sliceDynamic(CoreML_Specification_SliceDynamicLayerParams)
     case argMax(CoreML_Specification_ArgMaxLayerParams)
     case embeddingNd(CoreML_Specification_EmbeddingNDLayerParams)
     case batchedMatmul(CoreML_Specification_BatchedMatMulLayerParams)
+    case getShape(CoreML_Specification_GetShapeLayerParams)
     case loadConstantNd(CoreML_Specification_LoadConstantNDLayerParams)
     case broadcastToStatic(CoreML_Specification_BroadcastToStaticLayerParams)
+    case broadcastToDynamic(CoreML_Specification_BroadcastToDynamicLayerParams)
     case squeeze(CoreML_Specification_SqueezeLayerParams)
     case expandDims(CoreML_Specification_ExpandDimsLayerParams)
     case flattenTo2D(CoreML_Specification_FlattenTo2DLayerParams)
@@ -1190,6 +1326,7 @@ public nonisolated struct CoreML_Specification_NeuralNetworkLayer: @unchecked Se
     case reduceLogSumExp(CoreML_Specification_ReduceLogSumExpLayerParams)
     case whereBroadcastable(CoreML_Specification_WhereBroadcastableLayerParams)
     case layerNormalization(CoreML_Specification_LayerNormalizationLayerParams)
+    case oneHot(CoreML_Specification_OneHotLayerParams)
 
   }
 
@@ -3973,6 +4110,164 @@ public nonisolated struct CoreML_Specification_TileLayerParams: Sendable {
   public init() {}
 }
 
+/// A for / while loop. The body and condition networks read the enclosing
+/// network's blobs by name; a copy layer in the body writes a loop-carried
+/// value back to its outer blob. maxLoopIterations is ignored when the layer
+/// has an input; conditionVar is set iff conditionNetwork is.
+public nonisolated struct CoreML_Specification_LoopLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var maxLoopIterations: UInt64 = 0
+
+  public var conditionVar: String = String()
+
+  public var conditionNetwork: CoreML_Specification_NeuralNetwork {
+    get {_conditionNetwork ?? CoreML_Specification_NeuralNetwork()}
+    set {_conditionNetwork = newValue}
+  }
+  /// Returns true if `conditionNetwork` has been explicitly set.
+  public var hasConditionNetwork: Bool {self._conditionNetwork != nil}
+  /// Clears the value of `conditionNetwork`. Subsequent reads from it will return its default value.
+  public mutating func clearConditionNetwork() {self._conditionNetwork = nil}
+
+  public var bodyNetwork: CoreML_Specification_NeuralNetwork {
+    get {_bodyNetwork ?? CoreML_Specification_NeuralNetwork()}
+    set {_bodyNetwork = newValue}
+  }
+  /// Returns true if `bodyNetwork` has been explicitly set.
+  public var hasBodyNetwork: Bool {self._bodyNetwork != nil}
+  /// Clears the value of `bodyNetwork`. Subsequent reads from it will return its default value.
+  public mutating func clearBodyNetwork() {self._bodyNetwork = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _conditionNetwork: CoreML_Specification_NeuralNetwork? = nil
+  fileprivate var _bodyNetwork: CoreML_Specification_NeuralNetwork? = nil
+}
+
+/// Copies its input to its output (the only layer that may overwrite an existing blob).
+public nonisolated struct CoreML_Specification_CopyLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct CoreML_Specification_RangeStaticLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var endValue: Float = 0
+
+  public var startValue: Float = 0
+
+  public var stepSizeValue: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Inputs: end, then optionally start and step (scalars); the parameters stand in for absent inputs.
+public nonisolated struct CoreML_Specification_RangeDynamicLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var startValue: Float = 0
+
+  public var stepSizeValue: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Inputs: container, indices, updates (same rank); numpy.put_along_axis.
+public nonisolated struct CoreML_Specification_ScatterAlongAxisLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var axis: Int64 = 0
+
+  public var mode: CoreML_Specification_ScatterMode = .scatterUpdate
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Inputs: data, beginIds, then optionally endIds, strides, beginMasks, endMasks, squeezeMasks.
+public nonisolated struct CoreML_Specification_SliceDynamicLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var beginMasks: [Bool] = []
+
+  public var endIds: [Int64] = []
+
+  public var endMasks: [Bool] = []
+
+  public var strides: [Int64] = []
+
+  public var squeezeMasks: [Bool] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The shape of its input as a rank-1 tensor.
+public nonisolated struct CoreML_Specification_GetShapeLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Inputs: the tensor and the target shape (rank 1).
+public nonisolated struct CoreML_Specification_BroadcastToDynamicLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Indices outside [0, oneHotVectorSize) give all offValue (specification 5).
+public nonisolated struct CoreML_Specification_OneHotLayerParams: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var oneHotVectorSize: UInt64 = 0
+
+  public var axis: Int64 = 0
+
+  public var onValue: Float = 0
+
+  public var offValue: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 public nonisolated struct CoreML_Specification_GatherLayerParams: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -4746,6 +5041,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkImageShapeMapping: Swift
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RANK5_IMAGE_MAPPING\0\u{1}RANK4_IMAGE_MAPPING\0")
 }
 
+nonisolated extension CoreML_Specification_ScatterMode: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SCATTER_UPDATE\0\u{1}SCATTER_ADD\0\u{1}SCATTER_SUB\0\u{1}SCATTER_MUL\0\u{1}SCATTER_DIV\0\u{1}SCATTER_MAX\0\u{1}SCATTER_MIN\0")
+}
+
 nonisolated extension CoreML_Specification_NeuralNetwork: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NeuralNetwork"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}layers\0\u{1}preprocessing\0\u{2}\u{3}arrayInputShapeMapping\0\u{1}imageInputShapeMapping\0\u{2}\u{4}updateParams\0")
@@ -5140,7 +5439,7 @@ nonisolated extension CoreML_Specification_Tensor: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NeuralNetworkLayer"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}input\0\u{1}output\0\u{1}inputTensor\0\u{1}outputTensor\0\u{2}\u{5}isUpdatable\0\u{2}Z\u{1}convolution\0\u{2}\u{14}pooling\0\u{2}\u{a}activation\0\u{2}\u{a}innerProduct\0\u{2}\u{a}embedding\0\u{2}\u{a}batchnorm\0\u{2}\u{5}mvn\0\u{2}\u{5}l2normalize\0\u{2}\u{5}softmax\0\u{2}\u{5}lrn\0\u{2}\u{a}crop\0\u{2}\u{a}padding\0\u{2}\u{a}upsample\0\u{1}resizeBilinear\0\u{1}cropResize\0\u{2}\u{8}unary\0\u{2}\u{a}add\0\u{1}multiply\0\u{2}\u{9}average\0\u{2}\u{5}scale\0\u{2}\u{5}bias\0\u{2}\u{a}max\0\u{1}min\0\u{2}\u{9}dot\0\u{2}\u{a}reduce\0\u{2}\u{a}loadConstant\0\u{2}\u{a}reshape\0\u{1}flatten\0\u{2}\u{9}permute\0\u{2}\u{a}concat\0\u{2}\u{a}split\0\u{2}\u{a}sequenceRepeat\0\u{2}\u{5}reorganizeData\0\u{2}\u{5}slice\0\u{2}2simpleRecurrent\0\u{2}\u{a}gru\0\u{2}\u{a}uniDirectionalLSTM\0\u{2}\u{a}biDirectionalLSTM\0\u{2}F\u{1}custom\0\u{2}`\u{2}clip\0\u{2}\u{5}ceil\0\u{2}\u{5}floor\0\u{2}\u{a}sign\0\u{2}\u{5}round\0\u{2}i\u{1}erf\0\u{2}\u{5}gelu\0\u{2}\u{14}equal\0\u{2}\u{5}notEqual\0\u{2}\u{5}lessThan\0\u{2}\u{2}lessEqual\0\u{2}\u{3}greaterThan\0\u{2}\u{2}greaterEqual\0\u{2}\u{8}logicalOr\0\u{2}\u{5}logicalXor\0\u{2}\u{5}logicalNot\0\u{2}\u{5}logicalAnd\0\u{2}\u{f}minBroadcastable\0\u{2}\u{5}maxBroadcastable\0\u{2}\u{5}addBroadcastable\0\u{2}\u{5}powBroadcastable\0\u{2}\u{5}divideBroadcastable\0\u{2}\u{a}multiplyBroadcastable\0\u{2}\u{5}subtractBroadcastable\0\u{2}\u{f}tile\0\u{2}\u{a}gather\0\u{2}\u{14}softmaxND\0\u{2}\u{19}splitND\0\u{2}\u{5}concatND\0\u{2}\u{5}transpose\0\u{2}\u{a}sliceStatic\0\u{2}\u{1e}argMax\0\u{2}\u{f}embeddingND\0\u{2}\u{5}batchedMatmul\0\u{2}\u{19}loadConstantND\0\u{2}#broadcastToStatic\0\u{2}\u{f}squeeze\0\u{2}\u{5}expandDims\0\u{2}\u{5}flattenTo2D\0\u{2}\u{a}reshapeStatic\0\u{2}\u{f}constantPad\0\u{2}_\u{1}reduceL1\0\u{2}\u{5}reduceL2\0\u{2}\u{5}reduceMax\0\u{2}\u{5}reduceMin\0\u{2}\u{5}reduceSum\0\u{2}\u{5}reduceProd\0\u{2}\u{5}reduceMean\0\u{2}\u{5}reduceLogSum\0\u{2}\u{5}reduceSumSquare\0\u{2}\u{5}reduceLogSumExp\0\u{2}#whereBroadcastable\0\u{2}\u{14}layerNormalization\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}input\0\u{1}output\0\u{1}inputTensor\0\u{1}outputTensor\0\u{2}\u{5}isUpdatable\0\u{2}Z\u{1}convolution\0\u{2}\u{14}pooling\0\u{2}\u{a}activation\0\u{2}\u{a}innerProduct\0\u{2}\u{a}embedding\0\u{2}\u{a}batchnorm\0\u{2}\u{5}mvn\0\u{2}\u{5}l2normalize\0\u{2}\u{5}softmax\0\u{2}\u{5}lrn\0\u{2}\u{a}crop\0\u{2}\u{a}padding\0\u{2}\u{a}upsample\0\u{1}resizeBilinear\0\u{1}cropResize\0\u{2}\u{8}unary\0\u{2}\u{a}add\0\u{1}multiply\0\u{2}\u{9}average\0\u{2}\u{5}scale\0\u{2}\u{5}bias\0\u{2}\u{a}max\0\u{1}min\0\u{2}\u{9}dot\0\u{2}\u{a}reduce\0\u{2}\u{a}loadConstant\0\u{2}\u{a}reshape\0\u{1}flatten\0\u{2}\u{9}permute\0\u{2}\u{a}concat\0\u{2}\u{a}split\0\u{2}\u{a}sequenceRepeat\0\u{2}\u{5}reorganizeData\0\u{2}\u{5}slice\0\u{2}2simpleRecurrent\0\u{2}\u{a}gru\0\u{2}\u{a}uniDirectionalLSTM\0\u{2}\u{a}biDirectionalLSTM\0\u{2}F\u{1}custom\0\u{2}d\u{1}copy\0\u{2}\u{f}loop\0\u{2}\u{14}rangeStatic\0\u{2}\u{5}rangeDynamic\0\u{2}\u{14}clip\0\u{2}\u{5}ceil\0\u{2}\u{5}floor\0\u{2}\u{a}sign\0\u{2}\u{5}round\0\u{2}i\u{1}erf\0\u{2}\u{5}gelu\0\u{2}\u{14}equal\0\u{2}\u{5}notEqual\0\u{2}\u{5}lessThan\0\u{2}\u{2}lessEqual\0\u{2}\u{3}greaterThan\0\u{2}\u{2}greaterEqual\0\u{2}\u{8}logicalOr\0\u{2}\u{5}logicalXor\0\u{2}\u{5}logicalNot\0\u{2}\u{5}logicalAnd\0\u{2}\u{f}minBroadcastable\0\u{2}\u{5}maxBroadcastable\0\u{2}\u{5}addBroadcastable\0\u{2}\u{5}powBroadcastable\0\u{2}\u{5}divideBroadcastable\0\u{2}\u{a}multiplyBroadcastable\0\u{2}\u{5}subtractBroadcastable\0\u{2}\u{f}tile\0\u{2}\u{a}gather\0\u{2}\u{14}softmaxND\0\u{2}\u{4}scatterAlongAxis\0\u{2}\u{15}splitND\0\u{2}\u{5}concatND\0\u{2}\u{5}transpose\0\u{2}\u{a}sliceStatic\0\u{2}\u{5}sliceDynamic\0\u{2}\u{19}argMax\0\u{2}\u{f}embeddingND\0\u{2}\u{5}batchedMatmul\0\u{2}\u{14}getShape\0\u{2}\u{5}loadConstantND\0\u{2}#broadcastToStatic\0\u{2}\u{5}broadcastToDynamic\0\u{2}\u{a}squeeze\0\u{2}\u{5}expandDims\0\u{2}\u{5}flattenTo2D\0\u{2}\u{a}reshapeStatic\0\u{2}\u{f}constantPad\0\u{2}_\u{1}reduceL1\0\u{2}\u{5}reduceL2\0\u{2}\u{5}reduceMax\0\u{2}\u{5}reduceMin\0\u{2}\u{5}reduceSum\0\u{2}\u{5}reduceProd\0\u{2}\u{5}reduceMean\0\u{2}\u{5}reduceLogSum\0\u{2}\u{5}reduceSumSquare\0\u{2}\u{5}reduceLogSumExp\0\u{2}#whereBroadcastable\0\u{2}\u{14}layerNormalization\0\u{2}d\u{1}oneHot\0")
 
   fileprivate class _StorageClass {
     var _name: String = String()
@@ -5698,6 +5997,58 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .custom(v)
           }
         }()
+        case 600: try {
+          var v: CoreML_Specification_CopyLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .copy(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .copy(v)
+          }
+        }()
+        case 615: try {
+          var v: CoreML_Specification_LoopLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .loop(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .loop(v)
+          }
+        }()
+        case 635: try {
+          var v: CoreML_Specification_RangeStaticLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .rangeStatic(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .rangeStatic(v)
+          }
+        }()
+        case 640: try {
+          var v: CoreML_Specification_RangeDynamicLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .rangeDynamic(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .rangeDynamic(v)
+          }
+        }()
         case 660: try {
           var v: CoreML_Specification_ClipLayerParams?
           var hadOneofValue = false
@@ -6049,6 +6400,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .softmaxNd(v)
           }
         }()
+        case 954: try {
+          var v: CoreML_Specification_ScatterAlongAxisLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .scatterAlongAxis(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .scatterAlongAxis(v)
+          }
+        }()
         case 975: try {
           var v: CoreML_Specification_SplitNDLayerParams?
           var hadOneofValue = false
@@ -6101,6 +6465,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .sliceStatic(v)
           }
         }()
+        case 1000: try {
+          var v: CoreML_Specification_SliceDynamicLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .sliceDynamic(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .sliceDynamic(v)
+          }
+        }()
         case 1025: try {
           var v: CoreML_Specification_ArgMaxLayerParams?
           var hadOneofValue = false
@@ -6140,6 +6517,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .batchedMatmul(v)
           }
         }()
+        case 1065: try {
+          var v: CoreML_Specification_GetShapeLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .getShape(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .getShape(v)
+          }
+        }()
         case 1070: try {
           var v: CoreML_Specification_LoadConstantNDLayerParams?
           var hadOneofValue = false
@@ -6164,6 +6554,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
           if let v = v {
             if hadOneofValue {try decoder.handleConflictingOneOf()}
             _storage._layer = .broadcastToStatic(v)
+          }
+        }()
+        case 1110: try {
+          var v: CoreML_Specification_BroadcastToDynamicLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .broadcastToDynamic(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .broadcastToDynamic(v)
           }
         }()
         case 1120: try {
@@ -6387,6 +6790,19 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
             _storage._layer = .layerNormalization(v)
           }
         }()
+        case 1450: try {
+          var v: CoreML_Specification_OneHotLayerParams?
+          var hadOneofValue = false
+          if let current = _storage._layer {
+            hadOneofValue = true
+            if case .oneHot(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._layer = .oneHot(v)
+          }
+        }()
         default: break
         }
       }
@@ -6574,6 +6990,22 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .custom(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 500)
       }()
+      case .copy?: try {
+        guard case .copy(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 600)
+      }()
+      case .loop?: try {
+        guard case .loop(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 615)
+      }()
+      case .rangeStatic?: try {
+        guard case .rangeStatic(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 635)
+      }()
+      case .rangeDynamic?: try {
+        guard case .rangeDynamic(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 640)
+      }()
       case .clip?: try {
         guard case .clip(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 660)
@@ -6682,6 +7114,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .softmaxNd(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 950)
       }()
+      case .scatterAlongAxis?: try {
+        guard case .scatterAlongAxis(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 954)
+      }()
       case .splitNd?: try {
         guard case .splitNd(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 975)
@@ -6698,6 +7134,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .sliceStatic(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 995)
       }()
+      case .sliceDynamic?: try {
+        guard case .sliceDynamic(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1000)
+      }()
       case .argMax?: try {
         guard case .argMax(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1025)
@@ -6710,6 +7150,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
         guard case .batchedMatmul(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1045)
       }()
+      case .getShape?: try {
+        guard case .getShape(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1065)
+      }()
       case .loadConstantNd?: try {
         guard case .loadConstantNd(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1070)
@@ -6717,6 +7161,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
       case .broadcastToStatic?: try {
         guard case .broadcastToStatic(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1105)
+      }()
+      case .broadcastToDynamic?: try {
+        guard case .broadcastToDynamic(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1110)
       }()
       case .squeeze?: try {
         guard case .squeeze(let v)? = _storage._layer else { preconditionFailure() }
@@ -6785,6 +7233,10 @@ nonisolated extension CoreML_Specification_NeuralNetworkLayer: SwiftProtobuf.Mes
       case .layerNormalization?: try {
         guard case .layerNormalization(let v)? = _storage._layer else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 1350)
+      }()
+      case .oneHot?: try {
+        guard case .oneHot(let v)? = _storage._layer else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1450)
       }()
       case nil: break
       }
@@ -11054,6 +11506,317 @@ nonisolated extension CoreML_Specification_TileLayerParams: SwiftProtobuf.Messag
 
   public static func ==(lhs: CoreML_Specification_TileLayerParams, rhs: CoreML_Specification_TileLayerParams) -> Bool {
     if lhs.reps != rhs.reps {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_LoopLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LoopLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}maxLoopIterations\0\u{1}conditionVar\0\u{1}conditionNetwork\0\u{1}bodyNetwork\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.maxLoopIterations) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.conditionVar) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._conditionNetwork) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._bodyNetwork) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.maxLoopIterations != 0 {
+      try visitor.visitSingularUInt64Field(value: self.maxLoopIterations, fieldNumber: 1)
+    }
+    if !self.conditionVar.isEmpty {
+      try visitor.visitSingularStringField(value: self.conditionVar, fieldNumber: 2)
+    }
+    try { if let v = self._conditionNetwork {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._bodyNetwork {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_LoopLayerParams, rhs: CoreML_Specification_LoopLayerParams) -> Bool {
+    if lhs.maxLoopIterations != rhs.maxLoopIterations {return false}
+    if lhs.conditionVar != rhs.conditionVar {return false}
+    if lhs._conditionNetwork != rhs._conditionNetwork {return false}
+    if lhs._bodyNetwork != rhs._bodyNetwork {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_CopyLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CopyLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_CopyLayerParams, rhs: CoreML_Specification_CopyLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_RangeStaticLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RangeStaticLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}endValue\0\u{1}startValue\0\u{1}stepSizeValue\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularFloatField(value: &self.endValue) }()
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.startValue) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self.stepSizeValue) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.endValue.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.endValue, fieldNumber: 1)
+    }
+    if self.startValue.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.startValue, fieldNumber: 2)
+    }
+    if self.stepSizeValue.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.stepSizeValue, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_RangeStaticLayerParams, rhs: CoreML_Specification_RangeStaticLayerParams) -> Bool {
+    if lhs.endValue != rhs.endValue {return false}
+    if lhs.startValue != rhs.startValue {return false}
+    if lhs.stepSizeValue != rhs.stepSizeValue {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_RangeDynamicLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RangeDynamicLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}startValue\0\u{1}stepSizeValue\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.startValue) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self.stepSizeValue) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.startValue.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.startValue, fieldNumber: 2)
+    }
+    if self.stepSizeValue.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.stepSizeValue, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_RangeDynamicLayerParams, rhs: CoreML_Specification_RangeDynamicLayerParams) -> Bool {
+    if lhs.startValue != rhs.startValue {return false}
+    if lhs.stepSizeValue != rhs.stepSizeValue {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_ScatterAlongAxisLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScatterAlongAxisLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}axis\0\u{1}mode\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularInt64Field(value: &self.axis) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.mode) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.axis != 0 {
+      try visitor.visitSingularInt64Field(value: self.axis, fieldNumber: 1)
+    }
+    if self.mode != .scatterUpdate {
+      try visitor.visitSingularEnumField(value: self.mode, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_ScatterAlongAxisLayerParams, rhs: CoreML_Specification_ScatterAlongAxisLayerParams) -> Bool {
+    if lhs.axis != rhs.axis {return false}
+    if lhs.mode != rhs.mode {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_SliceDynamicLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SliceDynamicLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\u{2}beginMasks\0\u{1}endIds\0\u{1}endMasks\0\u{1}strides\0\u{1}squeezeMasks\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 2: try { try decoder.decodeRepeatedBoolField(value: &self.beginMasks) }()
+      case 3: try { try decoder.decodeRepeatedInt64Field(value: &self.endIds) }()
+      case 4: try { try decoder.decodeRepeatedBoolField(value: &self.endMasks) }()
+      case 5: try { try decoder.decodeRepeatedInt64Field(value: &self.strides) }()
+      case 6: try { try decoder.decodeRepeatedBoolField(value: &self.squeezeMasks) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.beginMasks.isEmpty {
+      try visitor.visitPackedBoolField(value: self.beginMasks, fieldNumber: 2)
+    }
+    if !self.endIds.isEmpty {
+      try visitor.visitPackedInt64Field(value: self.endIds, fieldNumber: 3)
+    }
+    if !self.endMasks.isEmpty {
+      try visitor.visitPackedBoolField(value: self.endMasks, fieldNumber: 4)
+    }
+    if !self.strides.isEmpty {
+      try visitor.visitPackedInt64Field(value: self.strides, fieldNumber: 5)
+    }
+    if !self.squeezeMasks.isEmpty {
+      try visitor.visitPackedBoolField(value: self.squeezeMasks, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_SliceDynamicLayerParams, rhs: CoreML_Specification_SliceDynamicLayerParams) -> Bool {
+    if lhs.beginMasks != rhs.beginMasks {return false}
+    if lhs.endIds != rhs.endIds {return false}
+    if lhs.endMasks != rhs.endMasks {return false}
+    if lhs.strides != rhs.strides {return false}
+    if lhs.squeezeMasks != rhs.squeezeMasks {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_GetShapeLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetShapeLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_GetShapeLayerParams, rhs: CoreML_Specification_GetShapeLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_BroadcastToDynamicLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".BroadcastToDynamicLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_BroadcastToDynamicLayerParams, rhs: CoreML_Specification_BroadcastToDynamicLayerParams) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension CoreML_Specification_OneHotLayerParams: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OneHotLayerParams"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}oneHotVectorSize\0\u{1}axis\0\u{1}onValue\0\u{1}offValue\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.oneHotVectorSize) }()
+      case 2: try { try decoder.decodeSingularInt64Field(value: &self.axis) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self.onValue) }()
+      case 4: try { try decoder.decodeSingularFloatField(value: &self.offValue) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.oneHotVectorSize != 0 {
+      try visitor.visitSingularUInt64Field(value: self.oneHotVectorSize, fieldNumber: 1)
+    }
+    if self.axis != 0 {
+      try visitor.visitSingularInt64Field(value: self.axis, fieldNumber: 2)
+    }
+    if self.onValue.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.onValue, fieldNumber: 3)
+    }
+    if self.offValue.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.offValue, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: CoreML_Specification_OneHotLayerParams, rhs: CoreML_Specification_OneHotLayerParams) -> Bool {
+    if lhs.oneHotVectorSize != rhs.oneHotVectorSize {return false}
+    if lhs.axis != rhs.axis {return false}
+    if lhs.onValue != rhs.onValue {return false}
+    if lhs.offValue != rhs.offValue {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

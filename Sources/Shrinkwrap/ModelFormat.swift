@@ -59,7 +59,7 @@ public enum ModelFormats {
                     flexibleShapes: "the dims that vary are written free"),
         ModelFormat(name: "coreml", title: CoreMLExporter.format, extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
                     supportedOps: CoreMLImporter.supportedLayers,
-                    exporter: { ExportedModel(data: try CoreMLExporter.export($0, preparing: { try ExportPreparation.prepare($0, format: CoreMLExporter.format).graph })) },
+                    exporter: { ExportedModel(data: try CoreMLExporter.export($0, preparing: { try ExportPreparation.prepare($0, format: CoreMLExporter.format, keepingLoops: true).graph })) },
                     exportedOps: CoreMLExporter.supportedOps, weightStorage: CoreMLExporter.weightStorage,
                     storedWeights: CoreMLExporter.storedWeights, needsFixedShapes: true,
                     flexibleShapes: "size ranges or enumerated shapes, when no layer depends on the sizes that vary"),

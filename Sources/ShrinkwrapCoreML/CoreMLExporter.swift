@@ -131,23 +131,29 @@ struct NNWriter {
     private(set) var version = 1
     private(set) var versionReasons: [String] = []
     /// IR value → the blob that holds it (values of ops that write no layer).
-    private var alias: [String: String] = [:]
-    private var layerNames = NameAllocator()
+    var alias: [String: String] = [:]
+    var layerNames = NameAllocator()
     /// Blob names: layer outputs, runtime inputs, and every value and constant of the graph.
-    private var blobNames: NameAllocator
+    var blobNames: NameAllocator
     /// Graph inputs consumed by folded preprocessing: value → blob the network reads.
     private var unsupported: [String] = []
     private let consumers: [String: Int]
     private let outputNames: Set<String>
 
-    init(graph: Graph, rank5: Bool) {
+    /// A loop body: its outputs are written back by the loop's copy layers, not named by layers here.
+    let isLoopBody: Bool
+
+    init(graph: Graph, rank5: Bool, isLoopBody: Bool = false) {
         self.graph = graph
         self.rank5 = rank5
+        self.isLoopBody = isLoopBody
         blobNames = NameAllocator(taken: Array(graph.valueInfo.keys) + graph.constants.map(\.name))
+        // Loop bodies' values are blobs of the same network: fresh names avoid them too.
+        for n in graph.nodes { for (_, sub) in n.subgraphs { blobNames.reserve(sub.allNames) } }
         var c: [String: Int] = [:]
         for n in graph.nodes { for i in n.inputs where !i.isEmpty { c[i, default: 0] += 1 } }
         consumers = c
-        outputNames = Set(graph.outputs.map(\.name))
+        outputNames = isLoopBody ? [] : Set(graph.outputs.map(\.name))
     }
 
     var format: String { CoreMLExporter.format }
@@ -183,7 +189,7 @@ struct NNWriter {
         }
         if !unsupported.isEmpty { throw ExportError.unsupportedOps(format: format, ops: unsupported) }
         // Outputs must be written by a layer under their own name.
-        for o in graph.outputs {
+        for o in graph.outputs where !isLoopBody {
             let b = blob(o.name)
             if b != o.name || graph.isConstant(o.name) || graph.runtimeInputs.contains(where: { $0.name == o.name }) {
                 if graph.isConstant(o.name) {

@@ -14,8 +14,11 @@ struct GraphBuilderState {
     var ranks: [String: Int] = [:]
     /// The last layer's first output (a classifier's default probability blob).
     var lastBlob = ""
-    private var usedNames = NameAllocator()
+    /// Every value and node name taken (shared with loop bodies, whose names must not clash).
+    var usedNames = NameAllocator()
     private var unsupported: [String] = []
+    /// int32 inputs cast to float (`asFloat`).
+    private var floatInputs: [String: String] = [:]
 
     init(file: String) { self.file = file }
 
@@ -66,6 +69,16 @@ struct GraphBuilderState {
         return v
     }
 
+    /// Value `v` as float: an int32 model input (Core ML computes on floats) is cast once, for
+    /// layers that mix it with float values; anything else is returned as it is.
+    mutating func asFloat(_ v: String) -> String {
+        guard graph.inputs.contains(where: { $0.name == v && $0.dtype == .int32 }) else { return v }
+        if let c = floatInputs[v] { return c }
+        let c = node("Cast", "\(v)_as_float", [v], [temp("\(v)_float")], ["to": .int(1)], rank: ranks[v])
+        floatInputs[v] = c
+        return c
+    }
+
     /// Claims blob `name` as the output of a layer; returns the IR value name to write.
     mutating func define(_ blob: String, place: String) throws -> String {
         guard !blob.isEmpty else { throw ImportError.malformed(loc(place), reason: "empty output name") }
@@ -90,6 +103,11 @@ struct GraphBuilderState {
         }
         if rank5 { try rank5Inputs(place: place) }
         for (k, p) in preprocessing.enumerated() { try preprocess(p, place: "\(place).preprocessing[\(k)]") }
+        try readLayers(layers, place: place)
+    }
+
+    /// Reads `layers` in order (a network's, or a loop's body or condition network).
+    mutating func readLayers(_ layers: [CoreML_Specification_NeuralNetworkLayer], place: String) throws {
         // Outputs of layers that could not be read: layers reading them are skipped quietly,
         // so the error lists the layers that are actually unsupported.
         var unavailable = Set<String>()
@@ -216,6 +234,12 @@ struct GraphBuilderState {
     /// Makes value `v` available under `name` (an Identity when the names differ).
     mutating func renameOutput(_ v: String, to name: String) throws -> String {
         if v == name { return v }
+        if graph.nodes.contains(where: { $0.opType == "Loop" && $0.outputs.contains(v) }), graph.nodes.contains(where: { $0.outputs.contains(name) }) {
+            // A loop's final value of a blob first made before the loop: the earlier value is renamed.
+            try rename(value: name, to: fresh("\(name)_initial"))
+            node("Identity", "\(name)_output", [v], [name], rank: ranks[v])
+            return name
+        }
         if usedNames.isTaken(name), graph.nodes.contains(where: { $0.outputs.contains(name) }) || graph.isConstant(name) {
             return v
         }
@@ -229,6 +253,7 @@ struct GraphBuilderState {
         for k in graph.nodes.indices {
             for (j, o) in graph.nodes[k].outputs.enumerated() where o == old { graph.nodes[k].outputs[j] = new }
             for (j, i) in graph.nodes[k].inputs.enumerated() where i == old { graph.nodes[k].inputs[j] = new }
+            for (key, sub) in graph.nodes[k].subgraphs { graph.nodes[k].attributes[key] = .graph(sub.renamingCaptures([old: new])) }
         }
         for (b, v) in blobs where v == old { blobs[b] = new }
         ranks[new] = ranks[old]

@@ -22,7 +22,7 @@ extension CoreMLLayerReaders {
         guard (1...2).contains(l.input.count), l.output.count == 1 else {
             throw ImportError.malformed(b.loc(p), reason: "needs 1 or 2 inputs and 1 output")
         }
-        let a = try b.value(l.input[0], place: p)
+        var a = try b.value(l.input[0], place: p)
         let y = try b.define(l.output[0], place: p)
         let op: String, alpha: Float
         var negate = false
@@ -35,7 +35,11 @@ extension CoreMLLayerReaders {
         case .greaterEqual(let q)?: op = "GreaterOrEqual"; alpha = q.alpha
         default: throw LayerReaderError("no reader")
         }
-        let c = l.input.count == 2 ? try b.value(l.input[1], place: p) : b.floats("\(l.name)_alpha", [alpha], shape: [])
+        var c = l.input.count == 2 ? try b.value(l.input[1], place: p) : b.floats("\(l.name)_alpha", [alpha], shape: [])
+        if b.graph.inputs.contains(where: { $0.name == a }) != b.graph.inputs.contains(where: { $0.name == c }) {
+            // An int32 input against a float value: Core ML computes in float.
+            a = b.asFloat(a); c = b.asFloat(c)
+        }
         let r = [b.ranks[a], b.ranks[c]].compactMap { $0 }.max()
         var t = b.node(op, l.name, [a, c], [b.temp("\(l.name)_bool")], rank: r)
         if negate { t = b.node("Not", "\(l.name)_not", [t], [b.temp("\(l.name)_not")], rank: r) }

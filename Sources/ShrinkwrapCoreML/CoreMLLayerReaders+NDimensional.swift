@@ -33,8 +33,12 @@ extension CoreMLLayerReaders {
 
     static let broadcastable: Reader = { b, l, p in
         guard l.input.count == 2, l.output.count == 1 else { throw ImportError.malformed(b.loc(p), reason: "needs 2 inputs and 1 output") }
-        let a = try b.value(l.input[0], place: p), c = try b.value(l.input[1], place: p)
+        var a = try b.value(l.input[0], place: p), c = try b.value(l.input[1], place: p)
         let y = try b.define(l.output[0], place: p)
+        if b.graph.inputs.contains(where: { $0.name == a }) != b.graph.inputs.contains(where: { $0.name == c }) {
+            // An int32 input against a float value: Core ML computes in float.
+            a = b.asFloat(a); c = b.asFloat(c)
+        }
         let op: String
         switch l.layer {
         case .addBroadcastable?: op = "Add"

@@ -23,7 +23,7 @@ enum CoreMLLayerWriters {
         "Transpose": transpose,
         "Concat": concat,
         "Split": split,
-        "Slice": slice,
+        "Slice": sliceAny,
         "Identity": identity, "Dropout": identity, "Cast": identity,
         "Add": binary, "Sum": binary, "Mul": binary, "Sub": binary, "Div": binary, "Max": binary, "Min": binary, "Pow": binary,
         "Exp": unary, "Log": unary, "Sqrt": unary, "Reciprocal": unary, "Abs": unary, "Neg": unary,
@@ -44,6 +44,8 @@ enum CoreMLLayerWriters {
         "And": logical, "Or": logical, "Xor": logical, "Not": logical,
         "Where": whereOp,
         "Expand": expand,
+        "ScatterElements": scatterElements, "OneHot": oneHot, "Range": range, "Tile": tile, "Shape": shapeOf,
+        "Loop": loop,
     ]
 
     // MARK: attribute helpers

@@ -15,5 +15,7 @@ enum CoreMLLowering {
         .padOnTrailingAxes(2, modes: ["reflect", "edge"]),
         // The clip layer takes its bounds as numbers.
         .clipRuntimeBoundsAsMinMax,
+        // The upsample layer scales by whole factors: other nearest resizes gather their source rows.
+        .resizeNearestAsGather,
     ])
 }
