@@ -6,8 +6,11 @@ import ShrinkwrapIR
 ///
 /// 1. Constant folding: a node whose inputs are all constants runs once at
 ///    load (e.g. the ConstantOfShape weights of the ONNX light models).
-/// 2. BatchNormalization after a Conv whose output nothing else reads is
-///    folded into the Conv's weights and bias (W·s/√(v+ε), (B−μ)·s/√(v+ε)+β).
+/// 2. BatchNormalization after a Conv whose output nothing else reads runs
+///    inside the Conv, on each output block while it is in cache, with the
+///    BatchNormalization kernel's own arithmetic (`ConvEpilogue`): for
+///    float32 values, the same bits as the two nodes. (Folding it into the weights rounds each weight
+///    once more, an error every position of a channel shares.)
 /// 3. Convs whose filters (with their bias) repeat compute each distinct
 ///    filter once and copy channels with a Gather: identical filters then give
 ///    bit-identical channels whatever the GEMM backend's register blocking.
@@ -15,8 +18,9 @@ import ShrinkwrapIR
 /// 4. A Relu that is the only reader of a Conv's output runs inside the Conv,
 ///    on each output block while it is still in cache.
 ///
-/// Folding (2) changes rounding by about 1e-7 relative; `Options.optimize =
-/// false` keeps the graph exactly as imported (the per-layer report uses it
+/// Fusions (2) and (4) keep every float32 value's bits; (3) may round a
+/// channel differently (a smaller GEMM blocks differently). `Options.optimize
+/// = false` keeps the graph exactly as imported (the per-layer report uses it
 /// so that every intermediate value exists).
 struct ExecutionPlanner {
     var graph: Graph
@@ -31,7 +35,7 @@ struct ExecutionPlanner {
         try foldConstants()
         guard optimize else { return }
         names = NameAllocator(.numbered(separator: "__plan"), reserving: graph)
-        foldBatchNormIntoConv()
+        fuseBatchNormIntoConv()
         shareDuplicateFilters()
         fuseConvRelu()
     }
@@ -94,7 +98,7 @@ struct ExecutionPlanner {
 
     // MARK: 2. Conv + BatchNormalization
 
-    mutating func foldBatchNormIntoConv() {
+    mutating func fuseBatchNormIntoConv() {
         let r = readers()
         var producer: [String: Int] = [:]
         for (i, n) in graph.nodes.enumerated() { for o in n.outputs { producer[o] = i } }
@@ -104,35 +108,21 @@ struct ExecutionPlanner {
             guard bn.inputs.count == 5, let ci = producer[bn.inputs[0]], !remove.contains(ci) else { continue }
             let conv = graph.nodes[ci]
             guard conv.opType == "Conv", conv.outputs.count == 1, r[conv.outputs[0]] == 1,
-                  conv.inputs.count >= 2, let w = floatConstant(conv.inputs[1]), let wf = w.floats,
+                  conv.inputs.count >= 2, let w = floatConstant(conv.inputs[1]),
                   let s = floatConstant(bn.inputs[1])?.floats, let beta = floatConstant(bn.inputs[2])?.floats,
                   let mean = floatConstant(bn.inputs[3])?.floats, let variance = floatConstant(bn.inputs[4])?.floats
             else { continue }
             let m = w.shape.first ?? 0
             guard m > 0, [s.count, beta.count, mean.count, variance.count].allSatisfy({ $0 == m }) else { continue }
-            var bias = [Float](repeating: 0, count: m)
-            if let b = conv.input(2) {
-                guard let bf = floatConstant(b)?.floats, bf.count == m else { continue }
-                bias = bf
-            }
+            if let b = conv.input(2), floatConstant(b)?.floats?.count != m { continue }
+            guard conv.attributes[NNKernels.fusedScaleAttribute] == nil, conv.attributes[NNKernels.fusedActivationAttribute] == nil
+            else { continue }
             var eps: Float = 1e-5
             if case .float(let e)? = bn.attributes["epsilon"] { eps = e }
-            let per = wf.count / m
-            var nw = wf
-            var nb = bias
-            // In double, rounded once: a folded weight's rounding error is shared by every
-            // position of its output channel, so it must not be several float roundings.
-            for o in 0..<m {
-                let k = Double(s[o]) / (Double(variance[o]) + Double(eps)).squareRoot()
-                for j in 0..<per { nw[o * per + j] = Float(Double(wf[o * per + j]) * k) }
-                nb[o] = Float((Double(bias[o]) - Double(mean[o])) * k + Double(beta[o]))
-            }
-            let wName = freshName("\(conv.inputs[1])_bnfolded")
-            graph.setConstant(Constant(name: wName, tensor: Tensor(nw, shape: w.shape)))
-            let bName = freshName("\(conv.label)_bnbias")
-            graph.setConstant(Constant(name: bName, tensor: Tensor(nb, shape: [m])))
+            let (a, b) = NNKernels.batchNormAffine(scale: s, bias: beta, mean: mean, variance: variance, epsilon: eps)
             var fused = conv
-            fused.inputs = [conv.inputs[0], wName, bName]
+            fused.attributes[NNKernels.fusedScaleAttribute] = .floats(a)
+            fused.attributes[NNKernels.fusedShiftAttribute] = .floats(b)
             fused.outputs = bn.outputs
             graph.nodes[ci] = fused
             remove.insert(bi)
@@ -158,10 +148,16 @@ struct ExecutionPlanner {
                 guard let bf = floatConstant(b)?.floats, bf.count == m else { out.append(n); continue }
                 bias = bf
             }
-            // Group filters by exact bit pattern (weights and bias): a cheap
+            // A fused BatchNormalization's per-channel scale and shift belong to the filter too.
+            var affine: [[Float]] = []
+            for key in [NNKernels.fusedScaleAttribute, NNKernels.fusedShiftAttribute] {
+                if case .floats(let v)? = n.attributes[key], v.count == m { affine.append(v) }
+            }
+            // Group filters by exact bit pattern (weights, bias, fused scale and shift): a cheap
             // FNV-1a hash per filter, then an exact comparison within a bucket.
             func same(_ a: Int, _ b: Int) -> Bool {
                 if let bias, bias[a].bitPattern != bias[b].bitPattern { return false }
+                for v in affine where v[a].bitPattern != v[b].bitPattern { return false }
                 for j in 0..<per where wf[a * per + j].bitPattern != wf[b * per + j].bitPattern { return false }
                 return true
             }
@@ -173,6 +169,7 @@ struct ExecutionPlanner {
                     var h: UInt64 = 0xcbf2_9ce4_8422_2325
                     for j in 0..<per { h = (h ^ UInt64(wp[o * per + j].bitPattern)) &* 0x100_0000_01b3 }
                     if let bias { h = (h ^ UInt64(bias[o].bitPattern)) &* 0x100_0000_01b3 }
+                    for v in affine { h = (h ^ UInt64(v[o].bitPattern)) &* 0x100_0000_01b3 }
                     if let u = buckets[h]?.first(where: { same(uniques[$0], o) }) {
                         uniqueIndex[o] = u
                     } else {
@@ -194,6 +191,9 @@ struct ExecutionPlanner {
                 let bName = freshName("\(n.label)_distinct_bias")
                 graph.setConstant(Constant(name: bName, tensor: Tensor(uniques.map { bias[$0] }, shape: [uniques.count])))
                 conv.inputs[2] = bName
+            }
+            for (key, v) in zip([NNKernels.fusedScaleAttribute, NNKernels.fusedShiftAttribute], affine) {
+                conv.attributes[key] = .floats(uniques.map { v[$0] })
             }
             let distinct = freshName("\(n.outputs[0])_distinct")
             conv.outputs = [distinct]

@@ -55,17 +55,61 @@ final class ExecutionPlannerTests: XCTestCase {
         for (a, b) in zip(fast?.floats ?? [], exact?.floats ?? []) { XCTAssertEqual(a, b, accuracy: 1e-3 * max(1, abs(b))) }
     }
 
-    func testBatchNormFoldingMatchesUnfolded() throws {
+    func testBatchNormFusedIntoConvGivesTheUnfusedBits() throws {
         var rng = SplitMix(seed: 4)
         let m = 8, c = 4
         let g = convGraph(filters: m, inChannels: c, w: (0..<(m * c * 9)).map { _ in rng.nextFloat() - 0.5 },
                           bias: (0..<m).map { Float($0) }, bn: true)
         let x = input(c, seed: 5)
-        let folded = try Interpreter(graph: g).run(["x": x])["y"]?.floats ?? []
+        let fused = try Interpreter(graph: g).run(["x": x])["y"]?.floats ?? []
         let exact = try Interpreter(graph: g, options: .init(optimize: false)).run(["x": x])["y"]?.floats ?? []
-        XCTAssertEqual(folded.count, m * 169)
-        let scale = exact.map(abs).max() ?? 1
-        for (a, b) in zip(folded, exact) { XCTAssertEqual(a, b, accuracy: 1e-5 * scale) }
+        XCTAssertEqual(fused.count, m * 169)
+        XCTAssertEqual(fused.map(\.bitPattern), exact.map(\.bitPattern))
+    }
+
+    /// Conv (+ B) → BatchNormalization → Relu, through every Conv path (im2col GEMM, banded
+    /// 1×1 and 3×3, depthwise, no bias): the fused Conv gives exactly the three nodes' bits.
+    func testFusedBatchNormAndReluKeepTheBitsOnEveryConvPath() throws {
+        struct Case { let name: String; let c: Int; let m: Int; let k: Int; let group: Int; let hw: Int; let bias: Bool }
+        let cases = [Case(name: "gemm 3x3", c: 5, m: 7, k: 3, group: 1, hw: 9, bias: true),
+                     Case(name: "banded 1x1", c: 16, m: 24, k: 1, group: 1, hw: 96, bias: true),
+                     Case(name: "banded 3x3", c: 8, m: 12, k: 3, group: 1, hw: 96, bias: false),
+                     Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11, bias: true),
+                     Case(name: "depthwise no bias", c: 6, m: 6, k: 5, group: 6, hw: 11, bias: false)]
+        for t in cases {
+            var rng = SplitMix(seed: UInt64(t.c * 31 + t.k))
+            let cg = t.c / t.group
+            var consts = [Constant(name: "W", tensor: Tensor((0..<(t.m * cg * t.k * t.k)).map { _ in rng.nextFloat() - 0.5 },
+                                                            shape: [t.m, cg, t.k, t.k]))]
+            if t.bias { consts.append(Constant(name: "B", tensor: Tensor((0..<t.m).map { _ in rng.nextFloat() }, shape: [t.m]))) }
+            for (name, lo) in [("s", Float(0.5)), ("beta", -1), ("mu", -1), ("var", 0.1)] {
+                consts.append(Constant(name: name, tensor: Tensor((0..<t.m).map { _ in lo + 2 * rng.nextFloat() }, shape: [t.m])))
+            }
+            let pad = t.k / 2
+            let nodes = [Node(name: "conv", opType: "Conv", inputs: ["x", "W"] + (t.bias ? ["B"] : []), outputs: ["c"],
+                              attributes: ["pads": .ints([pad, pad, pad, pad]), "group": .int(t.group)]),
+                         Node(name: "bn", opType: "BatchNormalization", inputs: ["c", "s", "beta", "mu", "var"], outputs: ["b"]),
+                         Node(name: "relu", opType: "Relu", inputs: ["b"], outputs: ["y"])]
+            let g = Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(t.c), .fixed(t.hw), .fixed(t.hw)])],
+                          outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)], nodes: nodes, constants: consts)
+            let x = Tensor((0..<(t.c * t.hw * t.hw)).map { _ in rng.nextFloat() * 4 - 2 }, shape: [1, t.c, t.hw, t.hw])
+            let fused = try Interpreter(graph: g, options: .init(threads: 2)).run(["x": x])["y"]?.floats ?? []
+            let exact = try Interpreter(graph: g, options: .init(threads: 2, optimize: false)).run(["x": x])["y"]?.floats ?? []
+            XCTAssertEqual(fused.count, t.m * t.hw * t.hw, t.name)
+            XCTAssertEqual(fused.map(\.bitPattern), exact.map(\.bitPattern), t.name)
+            XCTAssertTrue(fused.contains { $0 == 0 } && fused.contains { $0 > 0 }, "\(t.name): the Relu has work to do")
+        }
+    }
+
+    /// Identical filters whose fused BatchNormalizations differ are different channels.
+    func testIdenticalFiltersWithDifferentBatchNormsStayApart() throws {
+        let m = 4, c = 2
+        let g = convGraph(filters: m, inChannels: c, w: [Float](repeating: 0.25, count: m * c * 9), bias: nil, bn: true)
+        let x = input(c, seed: 6)
+        let fused = try Interpreter(graph: g).run(["x": x])["y"]?.floats ?? []
+        let exact = try Interpreter(graph: g, options: .init(optimize: false)).run(["x": x])["y"]?.floats ?? []
+        XCTAssertEqual(fused.map(\.bitPattern), exact.map(\.bitPattern))
+        XCTAssertNotEqual(fused[0], fused[169], "channels 0 and 1 have different BatchNormalization parameters")
     }
 
     func testConstantSubgraphsAreFoldedAndObserveSeesTheRest() throws {

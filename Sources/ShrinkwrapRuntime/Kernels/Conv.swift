@@ -37,8 +37,8 @@ extension NNKernels {
         let rows = cg * kc
         _ = try c.checkedCount([rows, pOut])
         let threads = c.threads
-        // Set by the interpreter's planner when a Relu reading only this Conv was fused into it.
-        let fuseRelu = try c.string(NNKernels.fusedActivationAttribute, default: "") == "Relu"
+        // Set by the interpreter's planner: a BatchNormalization and a Relu reading only this Conv, fused into it.
+        let epilogue = try ConvEpilogue(c, bias: bias, channels: m)
 
         let depthwise = cg == 1 && group == ch && group > 1
         let pointwise = kc == 1 && geo.strides == [1, 1, 1] && geo.padBegin == [0, 0, 0] && geo.padEnd == [0, 0, 0]
@@ -51,20 +51,20 @@ extension NNKernels {
                         guard let xp = xb.baseAddress, let wp = wb.baseAddress else { return }
                         depthwiseConv(x: xp, w: wp, bias: bias, y: yp, batch: n, channels: ch, multiplier: mg,
                                       geo: geo, threads: threads)
-                        if fuseRelu { NNKernels.reluInPlace(yp, count: total) }
+                        epilogue.afterBias(yp, batch: n, plane: pOut)
                     }
                 }
             }
         } else {
             y = makeFloats(total) { yp in
                 // sgemm writes each block (beta = 0); one pass over the block while it is
-                // in cache then adds the bias and applies a fused Relu.
+                // in cache then adds the bias and applies the fused BatchNormalization and Relu.
                 x.withUnsafeBufferPointer { xb in
                     w.withUnsafeBufferPointer { wb in
                         guard let xp = xb.baseAddress, let wp = wb.baseAddress, rows > 0 else {
                             // Zero-sized input channels: the result is the bias alone.
                             if let bias { fillChannels(yp, values: bias, planes: n * m, plane: pOut) } else { yp.update(repeating: 0, count: total) }
-                            if fuseRelu { NNKernels.reluInPlace(yp, count: total) }
+                            epilogue.afterBias(yp, batch: n, plane: pOut)
                             return
                         }
                         let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo) : 0
@@ -73,8 +73,8 @@ extension NNKernels {
                                 for g in 0..<group {
                                     bandedConv(x: xp + (b * ch + g * cg) * pIn, w: wp + g * mg * rows,
                                                y: yp + (b * m + g * mg) * pOut, channels: cg, filters: mg, geo: geo,
-                                               pointwise: pointwise, bandRows: bands, bias: bias, biasOffset: g * mg,
-                                               relu: fuseRelu, threads: threads)
+                                               pointwise: pointwise, bandRows: bands, epilogue: epilogue, channelOffset: g * mg,
+                                               threads: threads)
                                 }
                             }
                             return
@@ -97,8 +97,7 @@ extension NNKernels {
                                     GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
                                                a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: 0,
                                                c: block, ldc: pOut, threads: threads)
-                                    NNKernels.epilogue(block, channels: mg, plane: pOut, bias: bias, biasOffset: g * mg,
-                                                       relu: fuseRelu)
+                                    for f in 0..<mg { epilogue.apply(block + f * pOut, count: pOut, channel: g * mg + f) }
                                 }
                             }
                         }
@@ -112,30 +111,10 @@ extension NNKernels {
 
     /// The planner-internal attribute naming an activation fused into a Conv.
     public static let fusedActivationAttribute = "__shrinkwrap_fused_activation"
-
-    /// Adds `bias[biasOffset + c]` to channel c of a block of `channels` planes
-    /// and applies Relu when asked, in one pass.
-    static func epilogue(_ y: UnsafeMutablePointer<Float>, channels: Int, plane: Int, bias: [Float]?, biasOffset: Int,
-                         relu: Bool) {
-        guard bias != nil || relu else { return }
-        for ch in 0..<channels {
-            let p = y + ch * plane
-            let b = bias?[biasOffset + ch] ?? 0
-            if relu {
-                for i in 0..<plane { let v = p[i] + b; p[i] = v < 0 ? 0 : v }
-            } else {
-                for i in 0..<plane { p[i] += b }
-            }
-        }
-    }
-
-    /// max(x, 0) keeping NaN (a branch-free select the compiler vectorizes).
-    static func reluInPlace(_ p: UnsafeMutablePointer<Float>, count: Int) {
-        for i in 0..<count {
-            let v = p[i]
-            p[i] = v < 0 ? 0 : v
-        }
-    }
+    /// Planner-internal attributes: a fused BatchNormalization's per-channel
+    /// scale a and shift b (y = conv · a + b, as `batchNormAffine` gives them).
+    public static let fusedScaleAttribute = "__shrinkwrap_fused_scale"
+    public static let fusedShiftAttribute = "__shrinkwrap_fused_shift"
 
     /// Fills plane `p` (of `planes`, each `plane` long) with `values[p % values.count]`.
     static func fillChannels(_ y: UnsafeMutablePointer<Float>, values: [Float], planes: Int, plane: Int) {
@@ -224,7 +203,7 @@ extension NNKernels {
     /// results do not depend on the thread count.
     static func bandedConv(x: UnsafePointer<Float>, w: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>,
                            channels cg: Int, filters mg: Int, geo: WindowGeometry, pointwise: Bool, bandRows: Int,
-                           bias: [Float]?, biasOffset: Int, relu: Bool, threads: Int) {
+                           epilogue: ConvEpilogue, channelOffset: Int, threads: Int) {
         let k1 = geo.kernel[1], k2 = geo.kernel[2], kc = k1 * k2
         let in1 = geo.input[1], in2 = geo.input[2]
         let o1 = geo.output[1], o2 = geo.output[2]
@@ -271,17 +250,7 @@ extension NNKernels {
                 let c = ys.p + oh0 * o2
                 GEMM.sgemm(transA: false, transB: false, m: mg, n: cols, k: rows, a: w, lda: rows,
                            b: src, ldb: ldb, beta: 0, c: c, ldc: pOut, threads: 1)
-                if bias != nil || relu {
-                    for f in 0..<mg {
-                        let p = c + f * pOut
-                        let bv = bias?[biasOffset + f] ?? 0
-                        if relu {
-                            for i in 0..<cols { let v = p[i] + bv; p[i] = v < 0 ? 0 : v }
-                        } else {
-                            for i in 0..<cols { p[i] += bv }
-                        }
-                    }
-                }
+                for f in 0..<mg { epilogue.apply(c + f * pOut, count: cols, channel: channelOffset + f) }
             }
         }
     }

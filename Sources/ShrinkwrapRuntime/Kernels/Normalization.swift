@@ -15,6 +15,20 @@ extension NNKernels {
     }
 
     /// Applies y = x·a[c] + b[c] over every channel plane.
+    /// Inference BatchNormalization as y = x · a + b per channel: a = scale / √(var + ε),
+    /// b = B − mean · a, in float32 (the kernel and the planner's Conv fusion use these, so a
+    /// fused Conv gives the bits of the Conv followed by this kernel).
+    static func batchNormAffine(scale: [Float], bias: [Float], mean: [Float], variance: [Float],
+                                epsilon: Float) -> (a: [Float], b: [Float]) {
+        var a = [Float](repeating: 0, count: scale.count), b = a
+        for cc in scale.indices {
+            let inv = 1 / (variance[cc] + epsilon).squareRoot()
+            a[cc] = scale[cc] * inv
+            b[cc] = bias[cc] - mean[cc] * a[cc]
+        }
+        return (a, b)
+    }
+
     private static func affinePerChannel(_ x: [Float], n: Int, ch: Int, plane: Int, a: [Float], b: [Float],
                                          threads: Int) -> [Float] {
         let total = n * ch * plane
@@ -130,12 +144,7 @@ extension NNKernels {
             extra = [floatTensor(runMean, shape: [ch], dtype: c.optionalInput(3)?.dtype ?? xt.dtype),
                      floatTensor(runVar, shape: [ch], dtype: c.optionalInput(4)?.dtype ?? xt.dtype)]
         }
-        var a = [Float](repeating: 0, count: ch), b = a
-        for cc in 0..<ch {
-            let inv = 1 / (useVar[cc] + eps).squareRoot()
-            a[cc] = scale[cc] * inv
-            b[cc] = bias[cc] - useMean[cc] * a[cc]
-        }
+        let (a, b) = batchNormAffine(scale: scale, bias: bias, mean: useMean, variance: useVar, epsilon: eps)
         let y = affinePerChannel(x, n: n, ch: ch, plane: plane, a: a, b: b, threads: c.threads)
         return [floatTensor(y, shape: xt.shape, dtype: xt.dtype)] + extra
     }
