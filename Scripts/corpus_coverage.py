@@ -394,7 +394,7 @@ def cover(entry, bin_, work, limit, timeout):
     folder = os.path.join(work, entry["id"])
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    r = {"id": entry["id"], "format": entry["format"], "targets": {}}
+    r = {"id": entry["id"], "format": entry["format"], "targets": {}, "waits_on": entry.get("waits_on")}
     r["import"], _, _ = baseline.call([bin_, "inspect", path], 120)
     found = real_inputs(entry, limit)
     samples, pins, r["inputs"] = found if found else random_inputs(entry, folder)
@@ -442,7 +442,10 @@ def render(results, bin_, paths, quick):
     total = len(results)
     imported = sum(r["import"].ok for r in results)
     matched = sum(bool(r.get("source")) and r["source"].ok for r in results)
-    out.append(f"- import: {imported} / {total}; source matches its peer runtime: {matched} / {total}")
+    waiting = [r for r in results if not r["import"].ok and r.get("waits_on")]
+    out.append(f"- import: {imported} / {total}; source matches its peer runtime: {matched} / {total}"
+               + (f" (not imported, waiting on later work: {'; '.join(r['id'] + ' — ' + r['waits_on'] for r in waiting)})"
+                  if waiting else ""))
     for ext in TARGETS:
         conv = sum(bool(r["targets"].get(ext)) and r["targets"][ext]["convert"].ok for r in results)
         good = sum(bool(r["targets"].get(ext)) and r["targets"][ext]["convert"].ok
@@ -474,7 +477,8 @@ def render(results, bin_, paths, quick):
     for r in results:
         lines = []
         if not r["import"].ok:
-            lines.append(f"import: {summarize(baseline.short(r['import'].line, paths))}")
+            lines.append(f"import: {summarize(baseline.short(r['import'].line, paths))}"
+                         + (f" — waits on {r['waits_on']}" if r.get("waits_on") else ""))
         for ext, t in r["targets"].items():
             if not t["convert"].ok:
                 lines.append(f"→ {ext}: {summarize(baseline.short(t['convert'].line, paths))}")
