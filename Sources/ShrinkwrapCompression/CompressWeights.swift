@@ -58,6 +58,9 @@ public enum CompressWeights {
     /// first error in constant order, after every weight was tried.
     public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1) throws(CompressionError) -> CompressionLog {
         let started = DispatchTime.now().uptimeNanoseconds
+        // A weight a Loop carries through unchanged (paddle2onnx's decoders) is a loop input,
+        // not a weight, until the Loop's body reads it in place.
+        if graph.hasControlFlow { graph = graph.hoistingLoopInvariants().graph }
         let uses = constantUses(graph)
         var entries: [CompressionLogEntry] = []
         var tasks: [Task] = []

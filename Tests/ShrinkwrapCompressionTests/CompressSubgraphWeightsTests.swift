@@ -56,4 +56,34 @@ final class CompressSubgraphWeightsTests: XCTestCase {
             for (a, b) in zip(got, want) { XCTAssertEqual(a, b, accuracy: 0.02 * scale, "c = \(c)") }
         }
     }
+
+    /// Loop(M = 3, cond, h0, w) with body (i, c, h, wc) → (c, Tanh(MatMul(h, wc)), wc): the weight is
+    /// carried through the Loop unchanged, as paddle2onnx does; it is compressed all the same.
+    func testAWeightCarriedThroughALoopIsCompressed() throws {
+        var rng = SplitMix(seed: 8)
+        var body = Graph(name: "body")
+        body.inputs = [ValueInfo(name: "i", dtype: .int64, shape: []), ValueInfo(name: "c", dtype: .bool, shape: []),
+                       ValueInfo(name: "h", dtype: .float32, shape: nil), ValueInfo(name: "wc", dtype: .float32, shape: nil)]
+        body.nodes = [Node(name: "mm", opType: "MatMul", inputs: ["h", "wc"], outputs: ["p"]),
+                      Node(name: "act", opType: "Tanh", inputs: ["p"], outputs: ["h2"]),
+                      Node(name: "keep", opType: "Identity", inputs: ["c"], outputs: ["c2"])]
+        body.outputs = ["c2", "h2", "wc"].map { ValueInfo(name: $0, dtype: nil, shape: nil) }
+        var g = Graph(name: "g")
+        g.inputs = [ValueInfo(name: "h0", dtype: .float32, shape: [.fixed(1), .fixed(64)])]
+        g.outputs = [ValueInfo(name: "y", dtype: .float32, shape: nil)]
+        g.setConstant(Constant(name: "m", tensor: .scalar(int: 3)))
+        g.setConstant(Constant(name: "go", tensor: Tensor(bools: [true], shape: [])))
+        g.setConstant(Constant(name: "w", tensor: Tensor((0..<4096).map { _ in Float(rng.normal() * 0.2) }, shape: [64, 64])))
+        g.nodes = [Node(name: "loop", opType: "Loop", inputs: ["m", "go", "h0", "w"], outputs: ["y", "w_final"],
+                        attributes: ["body": .graph(body)])]
+        let original = g
+        let log = try CompressWeights.run(&g, plan: CompressionPlan(CompressionRule(mode: "fp16", options: CodecOptions())), threads: 2)
+        XCTAssertEqual(log.entries.first { $0.name == "w" }?.encoding, "fp16", "\(log.entries.map { ($0.name, $0.skipped ?? "") })")
+        XCTAssertEqual(log.entries.first { $0.name == "w" }?.usedBy, ["MatMul 'mm'"])
+        XCTAssertEqual(g.nodes.first?.inputs, ["m", "go", "h0"], "the Loop no longer carries the weight")
+        let h0 = Tensor((0..<64).map { Float($0 % 9) / 9 - 0.4 }, shape: [1, 64])
+        let want = try XCTUnwrap(Interpreter(graph: original).run(["h0": h0])["y"]?.floats)
+        let got = try XCTUnwrap(Interpreter(graph: g).run(["h0": h0])["y"]?.floats)
+        for (a, b) in zip(got, want) { XCTAssertEqual(a, b, accuracy: 5e-3) }
+    }
 }

@@ -10,15 +10,17 @@
 /// whose loops are subgraphs of their own (TFLite WHILE, Core ML's loop layer)
 /// then carry only what changes, and the weights become constants of the body,
 /// where static folding can fold what is computed from them (a transposed
-/// weight). Runs on a `Graph`, before the shape annotation of
-/// `ExportPreparation`, like fold-constant-branches.
+/// weight). Runs on a `Graph`: before the shape annotation of
+/// `ExportPreparation`, like fold-constant-branches, and before compression
+/// (a weight carried through a Loop is then read where it is used, as a
+/// weight). The graph stays in topological order.
 extension Graph {
     /// The graph with every Loop's invariant carried values hoisted, and how many were.
     public func hoistingLoopInvariants() -> (graph: Graph, hoisted: Int) {
         var g = self
         var hoisted = 0
         var renames: [String: String] = [:]  // a Loop's final value → the value it was given
-        var identities: [Node] = []  // for final values that are graph outputs
+        var identities: [Int: [Node]] = [:]  // by Loop index: for final values that are graph outputs
         var names = NameAllocator(.suffixed, taken: allNames)
         let graphOutputs = Set(outputs.map(\.name))
         for k in g.nodes.indices where g.nodes[k].opType == "Loop" {
@@ -37,16 +39,14 @@ extension Graph {
                 if invariant { map[formal] = given } else { keep.append(j) }
             }
             guard !map.isEmpty else { continue }
-            var finals: [String] = []
             for j in 0..<carried where !keep.contains(j) {
                 guard j < node.outputs.count, !node.outputs[j].isEmpty else { continue }
                 let final = node.outputs[j], given = node.inputs[2 + j]
                 if graphOutputs.contains(final) {
-                    identities.append(Node(name: names.fresh(final + "_invariant"), opType: "Identity", inputs: [given], outputs: [final]))
+                    identities[k, default: []].append(Node(name: names.fresh(final + "_invariant"), opType: "Identity", inputs: [given], outputs: [final]))
                 } else {
                     renames[final] = given
                 }
-                finals.append(final)
             }
             body.inputs = Array(body.inputs.prefix(2)) + keep.map { body.inputs[2 + $0] }
             body.outputs = [body.outputs[0]] + keep.map { body.outputs[1 + $0] } + body.outputs.dropFirst(1 + carried)
@@ -64,7 +64,8 @@ extension Graph {
             g.nodes[k].inputs = g.nodes[k].inputs.map { renames[$0] ?? $0 }
             for (key, sub) in g.nodes[k].subgraphs { g.nodes[k].attributes[key] = .graph(sub.renamingCaptures(renames)) }
         }
-        g.nodes += identities
+        // Each Identity right after its Loop: the node order stays topological.
+        g.nodes = g.nodes.enumerated().flatMap { k, n in [n] + (identities[k] ?? []) }
         return (g, hoisted)
     }
 
