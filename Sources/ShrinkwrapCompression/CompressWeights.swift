@@ -53,14 +53,14 @@ public enum CompressWeights {
         var codec: any WeightCodec
     }
 
-    /// Compresses `graph`'s weights in place as `plan` says, using up to
+    /// Compresses `graph`'s weights in place as `plan` says (a weight a Loop carries
+    /// through unchanged, as paddle2onnx's decoders do, is first read in place by
+    /// the Loop's body: `hoistingLoopInvariants`), using up to
     /// `threads` threads (results do not depend on the count). Throws the
     /// first error in constant order, after every weight was tried.
     public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1) throws(CompressionError) -> CompressionLog {
         let started = DispatchTime.now().uptimeNanoseconds
-        // A weight a Loop carries through unchanged (paddle2onnx's decoders) is a loop input,
-        // not a weight, until the Loop's body reads it in place.
-        if graph.hasControlFlow { graph = graph.hoistingLoopInvariants().graph }
+        if graph.hasControlFlow { graph = graph.hoistingLoopInvariants().graph }  // weights a Loop carries, read in place
         let uses = constantUses(graph)
         var entries: [CompressionLogEntry] = []
         var tasks: [Task] = []
