@@ -5,7 +5,7 @@ import ShrinkwrapIR
 /// starts or repeats are computed at run time (a Loop body's: the output shape is static, the offset is not).
 extension TFLiteExportOps {
     /// OneHot(indices, depth, [off, on], axis) → ONE_HOT(indices, depth, on, off). Depth and values are
-    /// constants; TFLite gives a negative index all `off` where ONNX counts it from the end.
+    /// constants; a negative index is wrapped first (ONNX counts it from the end, TFLite gives it all `off`).
     static func oneHot(_ e: inout TFLiteEmitter, _ n: Node) throws {
         let i = try arity(n, 0)
         let depth = try constInts(e, try arity(n, 1), "depth")
@@ -14,13 +14,23 @@ extension TFLiteExportOps {
         guard let values = e.g.constants[e.resolve(v)]?.decoded(), values.count == 2 else {
             throw TFLiteOpError("values [off, on] computed at run time; only constant values are supported")
         }
+        // ONNX counts a negative index from the end, TFLite's ONE_HOT gives it all `off`:
+        // indices + depth · (indices < 0), in int32 (depth is int32 in TFLite).
         var indices = try e.input(i)
+        let shape = try e.shape(i)
         let type = e.file.tensors[indices].type
-        if type != 2 && type != 4 {
-            let cast = try e.temp(i + "_int64", shape: try e.shape(i), dtype: .int64)
-            try e.op("CAST", [indices], [cast], options: "CastOptions") { b in b.table { t in t.add(0, type, default: 0); t.add(1, Int8(4), default: 0) } }
+        if type != 2 {
+            let cast = try e.temp(i + "_int32", shape: shape, dtype: .int32)
+            try e.op("CAST", [indices], [cast], options: "CastOptions") { b in b.table { t in t.add(0, type, default: 0); t.add(1, Int8(2), default: 0) } }
             indices = cast
         }
+        let negative = try e.temp(i + "_negative", shape: shape, dtype: .bool), neg32 = try e.temp(i + "_negative_int", shape: shape, dtype: .int32)
+        let shift = try e.temp(i + "_shift", shape: shape, dtype: .int32), wrapped = try e.temp(i + "_wrapped", shape: shape, dtype: .int32)
+        try e.op("LESS", [indices, try e.int32Constant("zero", [0], shape: [])], [negative], options: "LessOptions")
+        try e.op("CAST", [negative], [neg32], options: "CastOptions") { b in b.table { t in t.add(0, Int8(6), default: 0); t.add(1, Int8(2), default: 0) } }
+        try e.op("MUL", [neg32, try e.int32Constant("depth", depth, shape: [])], [shift], options: "MulOptions")
+        try e.op("ADD", [indices, shift], [wrapped], options: "AddOptions")
+        indices = wrapped
         let axis = Int32(n.int("axis", -1))
         let off = try e.denseTensor(e.g.fresh(n.outputs[0] + "_off"), element(values, 0))
         let on = try e.denseTensor(e.g.fresh(n.outputs[0] + "_on"), element(values, 1))

@@ -43,8 +43,8 @@ extension TFLiteOps {
         c.emit("Tile", [c.value(op.inputs[0]), reps], [c.value(op.outputs[0])])
     }
 
-    /// ONE_HOT(indices, depth, on, off) → OneHot(indices, depth, [off, on]). TFLite gives a negative index
-    /// all `off`; ONNX counts it from the end (the exporter writes indices that are never negative).
+    /// ONE_HOT(indices, depth, on, off) → OneHot(indices', depth, [off, on]). TFLite gives a negative index
+    /// all `off`; ONNX counts it from the end: indices' = Where(indices < 0, a value past any depth, indices).
     static func oneHot(_ c: inout TFLiteContext, _ op: TFLiteModel.Op) throws {
         try arity(c, op, 4)
         let axis = Int(try c.option(try c.options(op, "OneHotOptions"), 0, Int32(-1), op))
@@ -62,7 +62,13 @@ extension TFLiteOps {
             pair = c.fresh("one_hot_values")
             c.emit("Concat", parts, [pair], ["axis": .int(0)])
         }
-        c.emit("OneHot", [c.value(op.inputs[0]), c.value(op.inputs[1]), pair], [c.value(op.outputs[0])], ["axis": .int(axis)])
+        let dtype = TFLiteContext.dtype(c.model.tensors[op.inputs[0]].type) ?? .int64
+        let zero = c.addConstant("one_hot_zero", .dense(Tensor(ints: [0], shape: [], dtype: dtype)))
+        let past = c.addConstant("one_hot_past_depth", .dense(Tensor(ints: [Int64(Int32.max)], shape: [], dtype: dtype)))
+        let negative = c.fresh(c.value(op.inputs[0]) + "_negative"), indices = c.fresh(c.value(op.inputs[0]) + "_tflite")
+        c.emit("Less", [c.value(op.inputs[0]), zero], [negative])
+        c.emit("Where", [negative, past, c.value(op.inputs[0])], [indices])
+        c.emit("OneHot", [indices, c.value(op.inputs[1]), pair], [c.value(op.outputs[0])], ["axis": .int(axis)])
     }
 
     /// Two one-element storages of one kind, joined.

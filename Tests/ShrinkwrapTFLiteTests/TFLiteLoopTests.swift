@@ -102,6 +102,24 @@ final class TFLiteLoopTests: XCTestCase {
         XCTAssertEqual(got.first?.floats, want.first?.floats)
     }
 
+    /// OneHot with run-time indices, negative ones among them: ONNX counts them from the end, TFLite's
+    /// ONE_HOT gives them all `off`, so the exporter wraps them and the importer maps TFLite's meaning back.
+    func testOneHotNegativeIndicesKeepTheirMeaningBothWays() throws {
+        var g = Graph(name: "hot")
+        g.inputs = [ValueInfo(name: "i", dtype: .int64, shape: [.fixed(5)])]
+        g.setConstant(Constant(name: "depth", tensor: Tensor(ints: [4], shape: [])))
+        g.setConstant(Constant(name: "values", tensor: Tensor([0, 1], shape: [2])))
+        g.nodes = [Node(name: "h", opType: "OneHot", inputs: ["i", "depth", "values"], outputs: ["y"])]
+        g.outputs = [ValueInfo(name: "y", dtype: .float32, shape: nil)]
+        let bytes = try TFLiteExporter.exportBytes(try ExportPreparation.prepare(g, format: TFLiteExporter.format).graph)
+        let back = try TFLiteImporter.importModel(bytes: bytes, file: "hot.tflite")
+        let feeds = ["i": Tensor(ints: [0, -1, 3, -4, 9], shape: [5])]
+        let want = try run(g, feeds), got = try run(back, feeds)
+        XCTAssertEqual(want.first?.floats, [1, 0, 0, 0, /* -1 → 3 */ 0, 0, 0, 1, 0, 0, 0, 1, /* -4 → 0 */ 1, 0, 0, 0, /* 9 */ 0, 0, 0, 0])
+        XCTAssertEqual(got.first?.floats, want.first?.floats)
+        XCTAssertTrue(back.nodes.contains { $0.opType == "Where" }, "the importer keeps TFLite's meaning of a negative index")
+    }
+
     /// Subgraph 0: WHILE over one float [1] variable with the given subgraph indices; subgraph 1: cond
     /// (x → x < 3), subgraph 2: body (x → x + 1), or with `bodyOutputs` 2 a body giving two values.
     func whileModel(cond: Int32, body: Int32, bodyOutputs: Int = 1) throws -> [UInt8] {
