@@ -136,9 +136,10 @@ $(FUZZ_DIR)/tflite-fuzz: Fuzz/TFLiteImportFuzz/main.swift $(TFLITE_FUZZ_SOURCES)
 	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -module-name TFLiteImportFuzz $(FUZZ_LINK) \
 	  $(FUZZ_DIR)/tflite-src/*.swift Fuzz/TFLiteImportFuzz/main.swift -o $@
 
-fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_RUNS executions (seeds: flatc models, converter fixtures)
+fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_RUNS executions (seeds: flatc models, WHILE models, converter fixtures)
 	rm -rf $(FUZZ_DIR)/tflite-seeds && mkdir -p $(FUZZ_DIR)/tflite-seeds $(FUZZ_DIR)/tflite-corpus
 	flatc -b -o $(FUZZ_DIR)/tflite-seeds Schemas/tflite/tflite.fbs Fuzz/FlatBuffersFuzz/seeds/*.json
+	cp Fuzz/TFLiteImportFuzz/seeds/*.tflite $(FUZZ_DIR)/tflite-seeds/
 	-cp $(TESTDATA)/tflite/*.tflite $(FUZZ_DIR)/tflite-seeds/ 2>/dev/null
 	-cp $(TESTDATA)/tflite-metadata/*.tflite $(FUZZ_DIR)/tflite-seeds/ 2>/dev/null
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/tflite-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
@@ -171,7 +172,7 @@ $(FUZZ_DIR)/model-fuzz: Fuzz/ModelFuzz/main.swift $(MODEL_FUZZ_SOURCES) $(PROTOB
 # ONNX node and model suites (`make testdata`) and the .mlmodel files the Core ML suites wrote.
 fuzz-models: deps $(FUZZ_DIR)/model-fuzz ## fuzz ONNX / Core ML import, the interpreter and the three exporters for FUZZ_RUNS executions
 	rm -rf $(FUZZ_DIR)/model-seeds && mkdir -p $(FUZZ_DIR)/model-seeds $(FUZZ_DIR)/model-corpus
-	@n=0; find Samples $(wildcard $(TESTDATA)/onnx-node $(TESTDATA)/onnx-models $(TESTDATA)/coreml-crosscheck) -size -64k \
+	@n=0; find Samples Fuzz/ModelFuzz/seeds $(wildcard $(TESTDATA)/onnx-node $(TESTDATA)/onnx-models $(TESTDATA)/coreml-crosscheck) -size -64k \
 	  \( -name '*.onnx' -o -name '*.mlmodel' \) | sort | while read -r f; do \
 	  n=$$((n + 1)); cp "$$f" "$(FUZZ_DIR)/model-seeds/$$(printf %05d $$n)_$$(basename "$$f")"; done
 	@echo "model fuzz seeds: $$(ls $(FUZZ_DIR)/model-seeds | wc -l) files$(if $(wildcard $(TESTDATA)/onnx-node),, (samples only: make testdata adds the ONNX suites))"
