@@ -7,7 +7,10 @@ our files with the coremltools descriptor of the file of the same name
 imports, and every message, nested message, oneof, field (name, number,
 type, label, type name, oneof name, proto3 optional, default, packed option
 and effective packing), enum and enum value. Our subset may omit elements;
-it may not differ. Exits 1 on any difference.
+it may not differ. The files in COMPLETE (MIL.proto) may not omit anything
+either: every message, oneof, field, enum and enum value coremltools
+declares in them must be in ours, so an ML Program round-trips whole.
+Exits 1 on any difference.
 
 usage: check_coreml_schema.py [SCHEMA_DIR]   (default: Schemas/coreml)
 """
@@ -25,6 +28,8 @@ from google.protobuf import descriptor_pb2
 
 FD = descriptor_pb2.FieldDescriptorProto
 # Types that proto3 packs when repeated (every scalar but string and bytes).
+# Our files that must declare everything coremltools' file of the same name does.
+COMPLETE = {"MIL.proto"}
 PACKABLE = {FD.TYPE_DOUBLE, FD.TYPE_FLOAT, FD.TYPE_INT64, FD.TYPE_UINT64, FD.TYPE_INT32,
             FD.TYPE_FIXED64, FD.TYPE_FIXED32, FD.TYPE_BOOL, FD.TYPE_UINT32, FD.TYPE_ENUM,
             FD.TYPE_SFIXED32, FD.TYPE_SFIXED64, FD.TYPE_SINT32, FD.TYPE_SINT64}
@@ -62,6 +67,7 @@ def effectively_packed(f, syntax):
 class Checker:
     def __init__(self):
         self.problems = []
+        self.complete = False  # set per file: report what coremltools has and we lack
         self.counts = {"files": 0, "messages": 0, "oneofs": 0, "fields": 0, "enums": 0, "enum values": 0}
 
     def problem(self, where, text):
@@ -70,6 +76,7 @@ class Checker:
     def check_file(self, ours, theirs):
         self.counts["files"] += 1
         where = ours.name
+        self.complete = ours.name in COMPLETE
         for attr in ("syntax", "package"):
             if getattr(ours, attr) != getattr(theirs, attr):
                 self.problem(where, "%s %r, coremltools has %r" % (attr, getattr(ours, attr), getattr(theirs, attr)))
@@ -81,8 +88,17 @@ class Checker:
         self.enums(ours.enum_type, theirs.enum_type, ours.package)
         self.messages(ours.message_type, theirs.message_type, ours.package, ours.syntax, theirs.syntax)
 
+    def missing(self, where, kind, theirs, ours):
+        """In a COMPLETE file: every name coremltools has must be in ours."""
+        if not self.complete:
+            return
+        for name in theirs:
+            if name not in ours:
+                self.problem(where, "%s %s missing (coremltools has it; this file must be complete)" % (kind, name))
+
     def enums(self, ours_list, theirs_list, scope):
         tmap = {e.name: e for e in theirs_list}
+        self.missing(scope, "enum", [e.name for e in theirs_list], [e.name for e in ours_list])
         for e in ours_list:
             self.counts["enums"] += 1
             path = scope + "." + e.name
@@ -93,6 +109,7 @@ class Checker:
             if e.options.SerializeToString(deterministic=True) != t.options.SerializeToString(deterministic=True):
                 self.problem(path, "enum options %s, coremltools has %s" % (e.options, t.options))
             tv = {v.name: v.number for v in t.value}
+            self.missing(path, "enum value", [v.name for v in t.value], [v.name for v in e.value])
             for v in e.value:
                 self.counts["enum values"] += 1
                 if v.name not in tv:
@@ -102,6 +119,7 @@ class Checker:
 
     def messages(self, ours_list, theirs_list, scope, our_syntax, their_syntax):
         tmap = {m.name: m for m in theirs_list}
+        self.missing(scope, "message", [m.name for m in theirs_list], [m.name for m in ours_list])
         for m in ours_list:
             self.counts["messages"] += 1
             path = scope + "." + m.name
@@ -112,6 +130,8 @@ class Checker:
             if m.options.map_entry != t.options.map_entry:
                 self.problem(path, "map_entry %s, coremltools has %s" % (m.options.map_entry, t.options.map_entry))
             their_oneofs = [o.name for o in t.oneof_decl]
+            self.missing(path, "oneof", their_oneofs, [o.name for o in m.oneof_decl])
+            self.missing(path, "field", [f.name for f in t.field], [f.name for f in m.field])
             for o in m.oneof_decl:
                 self.counts["oneofs"] += 1
                 if o.name not in their_oneofs:

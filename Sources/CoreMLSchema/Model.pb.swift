@@ -11,9 +11,10 @@
 // Shrinkwrap's subset of the Core ML model format: the top-level Model.
 //
 // Written for Shrinkwrap: only what the Core ML importer and exporter use.
-// Model's `Type` oneof keeps just the pipeline and neural-network kinds;
-// every other model kind is left out (an .mlmodel holding one still parses:
-// its field is kept as an unknown field and `Type` reads as unset).
+// Model's `Type` oneof keeps just the pipeline, neural-network and ML
+// Program kinds; every other model kind is left out (an .mlmodel holding
+// one still parses: its field is kept as an unknown field and `Type` reads
+// as unset).
 // Message names, field names, field numbers, enum values, oneofs and labels
 // are the official Core ML ones (checked against the coremltools wheel's
 // descriptors by Scripts/check_coreml_schema.py), so files we parse and
@@ -276,6 +277,14 @@ public nonisolated struct CoreML_Specification_Model: @unchecked Sendable {
     set {_uniqueStorage()._type = .neuralNetwork(newValue)}
   }
 
+  public var mlProgram: CoreML_Specification_MILSpec_Program {
+    get {
+      if case .mlProgram(let v)? = _storage._type {return v}
+      return CoreML_Specification_MILSpec_Program()
+    }
+    set {_uniqueStorage()._type = .mlProgram(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Type: Equatable, Sendable {
@@ -285,6 +294,7 @@ public nonisolated struct CoreML_Specification_Model: @unchecked Sendable {
     case neuralNetworkRegressor(CoreML_Specification_NeuralNetworkRegressor)
     case neuralNetworkClassifier(CoreML_Specification_NeuralNetworkClassifier)
     case neuralNetwork(CoreML_Specification_NeuralNetwork)
+    case mlProgram(CoreML_Specification_MILSpec_Program)
 
   }
 
@@ -625,7 +635,7 @@ nonisolated extension CoreML_Specification_ModelDescription: SwiftProtobuf.Messa
 
 nonisolated extension CoreML_Specification_Model: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Model"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}specificationVersion\0\u{1}description\0\u{2}\u{8}isUpdatable\0\u{2}~\u{2}pipelineClassifier\0\u{1}pipelineRegressor\0\u{1}pipeline\0\u{2}e\u{1}neuralNetworkRegressor\0\u{2}d\u{1}neuralNetworkClassifier\0\u{2}a\u{1}neuralNetwork\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}specificationVersion\0\u{1}description\0\u{2}\u{8}isUpdatable\0\u{2}~\u{2}pipelineClassifier\0\u{1}pipelineRegressor\0\u{1}pipeline\0\u{2}e\u{1}neuralNetworkRegressor\0\u{2}d\u{1}neuralNetworkClassifier\0\u{2}a\u{1}neuralNetwork\0\u{2}\u{2}mlProgram\0")
 
   fileprivate class _StorageClass {
     var _specificationVersion: Int32 = 0
@@ -745,6 +755,19 @@ nonisolated extension CoreML_Specification_Model: SwiftProtobuf.Message, SwiftPr
             _storage._type = .neuralNetwork(v)
           }
         }()
+        case 502: try {
+          var v: CoreML_Specification_MILSpec_Program?
+          var hadOneofValue = false
+          if let current = _storage._type {
+            hadOneofValue = true
+            if case .mlProgram(let m) = current {v = m}
+          }
+          try decoder.decodeSingularMessageField(value: &v)
+          if let v = v {
+            if hadOneofValue {try decoder.handleConflictingOneOf()}
+            _storage._type = .mlProgram(v)
+          }
+        }()
         default: break
         }
       }
@@ -790,6 +813,10 @@ nonisolated extension CoreML_Specification_Model: SwiftProtobuf.Message, SwiftPr
       case .neuralNetwork?: try {
         guard case .neuralNetwork(let v)? = _storage._type else { preconditionFailure() }
         try visitor.visitSingularMessageField(value: v, fieldNumber: 500)
+      }()
+      case .mlProgram?: try {
+        guard case .mlProgram(let v)? = _storage._type else { preconditionFailure() }
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 502)
       }()
       case nil: break
       }

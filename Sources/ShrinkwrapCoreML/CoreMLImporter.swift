@@ -240,7 +240,8 @@ struct ModelReader {
             try readPipeline(p.pipeline, place: place)
         case .pipelineRegressor(let p)?:
             try readPipeline(p.pipeline, place: place)
-        case nil:
+        case .mlProgram?, nil:
+            // An ML Program parses (MIL.proto) but is not translated yet: refused as before.
             throw ImportError.unsupported(loc(place), what: "model type (Shrinkwrap reads neural networks and pipelines of them)")
         }
     }
