@@ -240,8 +240,10 @@ struct ModelReader {
             try readPipeline(p.pipeline, place: place)
         case .pipelineRegressor(let p)?:
             try readPipeline(p.pipeline, place: place)
-        case .mlProgram?, nil:
-            // An ML Program parses (MIL.proto) but is not translated yet: refused as before.
+        case .mlProgram?:
+            // An ML Program parses (MIL.proto) but is not translated into the graph yet.
+            throw ImportError.unsupported(loc(place), what: "Core ML ML Program (MIL): not read yet; NeuralNetwork models and pipelines of them are")
+        case nil:
             throw ImportError.unsupported(loc(place), what: "model type (Shrinkwrap reads neural networks and pipelines of them)")
         }
     }

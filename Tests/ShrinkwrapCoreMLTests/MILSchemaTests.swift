@@ -1,5 +1,6 @@
 import CoreMLSchema
 import Foundation
+@testable import ShrinkwrapCoreML
 import SwiftProtobuf
 import XCTest
 
@@ -30,6 +31,14 @@ final class MILSchemaTests: XCTestCase {
     func mainBlock(_ program: Program) throws -> CoreML_Specification_MILSpec_Block {
         let main = try XCTUnwrap(program.functions["main"])
         return try XCTUnwrap(main.blockSpecializations[main.opset])
+    }
+
+    /// The importer parses the program but does not translate ML Programs yet: it says so.
+    func testImportNamesTheMLProgram() throws {
+        let (_, bytes) = try loadModel()
+        XCTAssertThrowsError(try CoreMLImporter.importModel(data: bytes, file: "model.mlmodel")) { e in
+            XCTAssertTrue("\(e)".contains("ML Program (MIL): not read yet"), "\(e)")
+        }
     }
 
     func testProgramStructure() throws {
