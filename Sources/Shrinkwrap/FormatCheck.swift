@@ -7,8 +7,10 @@ extension ModelFormat {
     /// found before compressing and listed at once: each rule whose weights
     /// the format does not store, and each input dimension beyond the batch
     /// that is not fixed where the format needs fixed shapes. Empty when it can.
-    public func conflicts(graph: Graph, plan: CompressionPlan?) -> [String] {
+    public func conflicts(graph: Graph, plan: CompressionPlan?, options: ExportOptions = ExportOptions()) -> [String] {
         var out: [String] = []
+        let storedWeights = storedWeights(options)
+        let title = options.target.map { "\(self.title) for \($0)" } ?? self.title
         if let plan {
             var rules: [(String, RuleChoice?)] = [("the global rule", plan.global)]
             rules += plan.byOpType.keys.sorted().map { ("the rule for op type \($0)", plan.byOpType[$0]) }
@@ -44,9 +46,9 @@ extension ModelFormat {
 
 extension Models {
     /// Throws, listing every conflict, when the format of `path` cannot hold `graph` compressed by `plan`.
-    public static func checkStorable(_ graph: Graph, plan: CompressionPlan?, path: String) throws {
+    public static func checkStorable(_ graph: Graph, plan: CompressionPlan?, path: String, options: ExportOptions = ExportOptions()) throws {
         guard let f = ModelFormats.writer(forExtension: (path as NSString).pathExtension) else { return }
-        let found = f.conflicts(graph: graph, plan: plan)
+        let found = f.conflicts(graph: graph, plan: plan, options: options)
         guard !found.isEmpty else { return }
         throw AtomicFile.Error(description: "\(path): cannot be written as asked (\(found.count) conflict\(found.count == 1 ? "" : "s")): "
                                + found.joined(separator: "; "))

@@ -18,7 +18,9 @@ public struct ModelFormat: Sendable {
     /// Ops (in the format's own vocabulary) the importer accepts.
     public let supportedOps: [String]
     /// Serializes a graph to this format (nil for a format without an exporter).
-    public let exporter: (@Sendable (Graph) throws -> ExportedModel)?
+    public let exporter: (@Sendable (Graph, ExportOptions) throws -> ExportedModel)?
+    /// The `ExportOptions` the exporter reads (others are refused before exporting).
+    public var exportOptions: [ExportOptions.Key] = []
     /// IR ops the exporter can write.
     public let exportedOps: [String]
     /// How the exporter stores compressed weights, in one line.
@@ -31,18 +33,51 @@ public struct ModelFormat: Sendable {
     /// (`Metadata.flexibleShapes`); nil: it keeps one shape per input.
     public let flexibleShapes: String?
 
+    /// What the exporter stores under given options (a deployment target),
+    /// when that differs from `storedWeights`; nil: `storedWeights`.
+    public var storedWeightsUnder: (@Sendable (ExportOptions) -> StoredWeightForms?)? = nil
+
+    /// What the exporter stores under `options`.
+    public func storedWeights(_ options: ExportOptions) -> StoredWeightForms { storedWeightsUnder?(options) ?? storedWeights }
+
     /// The file extension written: the first.
     public var mainExtension: String { extensions.first ?? name }
 }
 
 /// A serialized model, with what its bytes are made of when the exporter says.
 public struct ExportedModel: Sendable {
+    /// The file's bytes (a single-file format).
     public var data: Data
+    /// The files of a package folder, relative to it (a folder format such as
+    /// `.mlpackage`); empty for a single file.
+    public var files: [(path: String, data: Data)] = []
     /// "N bytes = W compressed weight bytes + G graph bytes (…)", when known.
     public var sizeSummary: String?
     public init(data: Data, sizeSummary: String? = nil) {
         self.data = data; self.sizeSummary = sizeSummary
     }
+    public init(files: [(path: String, data: Data)], sizeSummary: String? = nil) {
+        self.data = Data(); self.files = files; self.sizeSummary = sizeSummary
+    }
+
+    /// Bytes written, every file of a package included.
+    public var byteCount: Int { files.isEmpty ? data.count : files.reduce(0) { $0 + $1.data.count } }
+}
+
+/// Options some exporters read; a format lists the ones it takes
+/// (`ModelFormat.exportOptions`), and setting another is refused.
+public struct ExportOptions: Sendable, Equatable {
+    public enum Key: String, Sendable, CaseIterable {
+        case target, precision
+    }
+    /// Deployment target (`.mlpackage`: iOS15 … iOS18; default the lowest that holds the model).
+    public var target: String?
+    /// Compute precision (`.mlpackage`: float32 or float16).
+    public var precision: String?
+    public init(target: String? = nil, precision: String? = nil) { self.target = target; self.precision = precision }
+
+    /// The options set, for checking them against a format.
+    public var setKeys: [Key] { Key.allCases.filter { ($0 == .target ? target : precision) != nil } }
 }
 
 /// The format registry: one line per format.
@@ -50,7 +85,7 @@ public enum ModelFormats {
     public static let all: [ModelFormat] = [
         ModelFormat(name: "onnx", title: "ONNX", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
                     supportedOps: ONNXImporter.supportedOps,
-                    exporter: { g in
+                    exporter: { g, _ in
                         let (data, layout) = try ONNXExporter.exportWithLayout(ModelFormats.typingOutputs(ModelFormats.freeingFlexibleDims(g)))
                         return ExportedModel(data: data, sizeSummary: layout.summary)
                     },
@@ -59,16 +94,49 @@ public enum ModelFormats {
                     flexibleShapes: "the dims that vary are written free"),
         ModelFormat(name: "coreml", title: CoreMLExporter.format, extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
                     supportedOps: CoreMLImporter.supportedLayers,
-                    exporter: { ExportedModel(data: try CoreMLExporter.export($0, preparing: { try ExportPreparation.prepare($0, format: CoreMLExporter.format, keepingLoops: true).graph })) },
+                    exporter: { g, _ in ExportedModel(data: try CoreMLExporter.export(g, preparing: { try ExportPreparation.prepare($0, format: CoreMLExporter.format, keepingLoops: true).graph })) },
                     exportedOps: CoreMLExporter.supportedOps, weightStorage: CoreMLExporter.weightStorage,
                     storedWeights: CoreMLExporter.storedWeights, needsFixedShapes: true,
                     flexibleShapes: "size ranges or enumerated shapes, when no layer depends on the sizes that vary"),
         ModelFormat(name: "tflite", title: TFLiteExporter.format, extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
                     supportedOps: TFLiteImporter.supportedOps,
-                    exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0, format: TFLiteExporter.format, keepingLoops: true).graph)) },
+                    exporter: { g, _ in ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare(g, format: TFLiteExporter.format, keepingLoops: true).graph)) },
                     exportedOps: TFLiteExporter.supportedOps, weightStorage: TFLiteExporter.weightStorage,
                     storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil),
+        ModelFormat(name: "mlpackage", title: MILExporter.format, extensions: ["mlpackage"],
+                    importer: { throw ImportError.unsupported(SourceLocation(file: $0.path, place: ""), what: "Core ML ML Program package (.mlpackage): not read yet") },
+                    supportedOps: [],
+                    exporter: { g, o in try ModelFormats.exportPackage(g, o) },
+                    exportOptions: [.target, .precision],
+                    exportedOps: MILExporter.supportedOps, weightStorage: MILExporter.weightStorage,
+                    storedWeights: MILExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil,
+                    storedWeightsUnder: { o in o.target.flatMap(MILExporter.Target.init(named:)).map(MILExporter.storedWeights(for:)) }),
     ]
+
+    /// The deployment targets an ML Program is written for ("iOS15" …).
+    public static var mlProgramTargets: [String] { MILExporter.Target.allCases.map(\.description) }
+
+    /// An ML Program package: `--target`, `--precision` read here.
+    static func exportPackage(_ g: Graph, _ o: ExportOptions) throws -> ExportedModel {
+        var options = MILExporter.Options()
+        if let t = o.target {
+            guard let target = MILExporter.Target(named: t) else {
+                throw ExportError.unsupported(format: MILExporter.format, what: "--target \(t): expected one of \(MILExporter.Target.allCases.map(\.description).joined(separator: ", "))")
+            }
+            options.target = target
+        }
+        if let p = o.precision {
+            guard let precision = MILExporter.Precision(rawValue: p) else {
+                throw ExportError.unsupported(format: MILExporter.format, what: "--precision \(p): expected float32 or float16")
+            }
+            options.precision = precision
+        }
+        let prepared = try ExportPreparation.prepare(g, format: MILExporter.format).graph
+        let package = try MILExporter.export(prepared, options: options)
+        let weights = package.weights.count
+        return ExportedModel(files: package.files,
+                             sizeSummary: "ML Program for \(package.target) (\(options.precision.rawValue)): model \(package.model.count) bytes + weight.bin \(weights) bytes")
+    }
 
     /// The inputs pinned with ranges or enumerated shapes get their varying
     /// dims back free (named as in the source, else "NAME_dK"): the ONNX file

@@ -25,7 +25,7 @@ public enum Models {
     }
 
     /// Fails early when `path` names no format with an exporter, or an input.
-    public static func checkWritable(_ path: String, inputs: [String]) throws {
+    public static func checkWritable(_ path: String, inputs: [String], options: ExportOptions = ExportOptions()) throws {
         let url = URL(fileURLWithPath: path)
         let names = ModelFormats.all.filter { $0.exporter != nil }.map { "." + ($0.extensions.first ?? $0.name) }
         guard let f = ModelFormats.format(for: url), f.exporter != nil else {
@@ -36,20 +36,25 @@ public enum Models {
         for i in inputs where URL(fileURLWithPath: i).standardizedFileURL.resolvingSymlinksInPath().path == target {
             throw AtomicFile.Error(description: "\(path): refusing to overwrite an input file")
         }
+        let refused = options.setKeys.filter { !f.exportOptions.contains($0) }
+        if !refused.isEmpty {
+            let takers = ModelFormats.writable.filter { w in refused.allSatisfy(w.exportOptions.contains) }.map { "." + $0.mainExtension }
+            throw AtomicFile.Error(description: "\(path): \(refused.map { "--" + $0.rawValue }.joined(separator: " and ")) \(refused.count == 1 ? "is an option" : "are options") of \(takers.isEmpty ? "no format" : takers.joined(separator: ", ")) only, not .\(f.mainExtension)")
+        }
     }
 
     /// Writes a graph in the format its extension names, atomically, and
     /// returns what was written (with its size breakdown when the exporter
     /// gives one).
     @discardableResult
-    public static func save(_ graph: Graph, to path: String, inputs: [String]) throws -> ExportedModel {
-        try checkWritable(path, inputs: inputs)
+    public static func save(_ graph: Graph, to path: String, inputs: [String], options: ExportOptions = ExportOptions()) throws -> ExportedModel {
+        try checkWritable(path, inputs: inputs, options: options)
         let url = URL(fileURLWithPath: path)
         guard let f = ModelFormats.format(for: url), let exporter = f.exporter else {
             throw AtomicFile.Error(description: "\(path): cannot write this format")
         }
-        let model = try exporter(graph)
-        try AtomicFile.write(model.data, to: url, protecting: inputs.map { URL(fileURLWithPath: $0) })
+        let model = try exporter(graph, options)
+        try AtomicFile.write(model, to: url, protecting: inputs.map { URL(fileURLWithPath: $0) })
         return model
     }
 }

@@ -18,6 +18,8 @@ public struct SweepOptions: Sendable {
     public var outDir: String?
     /// Extension of the written variants (default: the model's own format when it can be written, else mlmodel).
     public var outFormat: String?
+    /// Options for the exporter of `outFormat` (`--target`, `--precision`).
+    public var exportOptions = ExportOptions()
     public var threads: Int?
     /// Inputs whose intermediate values feed the per-layer table.
     public var layerSamples = 4
@@ -79,7 +81,7 @@ public enum Sweep {
         var unwritable: [String: [String]] = [:]
         if let f = outFormat {
             for v in plan {
-                let found = f.conflicts(graph: graph, plan: try settings(v, o).plan())
+                let found = f.conflicts(graph: graph, plan: try settings(v, o).plan(), options: o.exportOptions)
                 if !found.isEmpty { unwritable[variantTag(v)] = found }
             }
             if !unwritable.isEmpty {
@@ -101,9 +103,9 @@ public enum Sweep {
                 let name = "\(base).\(variantTag(v)).\(f.extensions[0])"
                 let out = URL(fileURLWithPath: dir).appendingPathComponent(name)
                 do {
-                    let model = try export(g)
-                    try AtomicFile.write(model.data, to: out, protecting: [url])
-                    fileBytes = model.data.count
+                    let model = try export(g, o.exportOptions)
+                    try AtomicFile.write(model, to: out, protecting: [url])
+                    fileBytes = model.byteCount
                     file = (dir as NSString).appendingPathComponent(name)  // as given: reports do not depend on the working folder
                 } catch let e as ExportError {
                     // A variant the format cannot hold (e.g. a LUT in TFLite): measured, not written.

@@ -258,6 +258,17 @@ struct CompressionFlags: ParsableArguments {
     }
 }
 
+/// Options of the exporters that take them (`ModelFormat.exportOptions`).
+struct ExportFlags: ParsableArguments {
+    @Option(help: ArgumentHelp("Core ML ML Program (.mlpackage) deployment target: \(ModelFormats.mlProgramTargets.joined(separator: ", ")) (default: the lowest that holds every op and weight).", valueName: "target"))
+    var target: String?
+
+    @Option(help: ArgumentHelp("Core ML ML Program (.mlpackage) compute precision: float32 (default) or float16.", valueName: "precision"))
+    var precision: String?
+
+    var options: ExportOptions { ExportOptions(target: target, precision: precision) }
+}
+
 struct Compress: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Compress a model's weights and print what happened to each one.",
@@ -270,22 +281,24 @@ struct Compress: ParsableCommand {
 
     @OptionGroup var shapes: ShapeFlags
 
-    @Option(name: .shortAndLong, help: "Write the compressed model here (.mlmodel, .tflite, .onnx).")
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write the compressed model here (\(ModelFormats.writableExtensions))."))
     var output: String?
+
+    @OptionGroup var export: ExportFlags
 
     @Flag(help: "Print the log as JSON.")
     var json = false
 
     func run() throws {
         let plan = try compression.settings.plan()  // option errors before the model is read
-        if let output { try Models.checkWritable(output, inputs: [model]) }
+        if let output { try Models.checkWritable(output, inputs: [model], options: export.options) }
         var graph = try Models.load(model)
         try shapes.apply(to: &graph)
-        if let output { try Models.checkStorable(graph, plan: plan, path: output) }  // every conflict, before compressing
+        if let output { try Models.checkStorable(graph, plan: plan, path: output, options: export.options) }  // every conflict, before compressing
         let log = try Models.compress(&graph, plan: plan, threads: compression.threads)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         if let output {
-            let written = try Models.save(graph, to: output, inputs: [model])
+            let written = try Models.save(graph, to: output, inputs: [model], options: export.options)
             FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
         }
     }
@@ -307,8 +320,10 @@ struct Convert: ParsableCommand {
     @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
     var model: String
 
-    @Option(name: .shortAndLong, help: "The converted model (.mlmodel, .tflite, .onnx).")
+    @Option(name: .shortAndLong, help: ArgumentHelp("The converted model (\(ModelFormats.writableExtensions))."))
     var output: String
+
+    @OptionGroup var export: ExportFlags
 
     @OptionGroup var compression: CompressionFlags
 
@@ -385,20 +400,20 @@ struct Convert: ParsableCommand {
         let plan = compression.requested ? try compression.settings.plan() : nil
         let opts = try options()
         let readsFiles = [model] + [labels, compression.plan, compression.lut].compactMap { $0 }
-        try Models.checkWritable(output, inputs: readsFiles)
+        try Models.checkWritable(output, inputs: readsFiles, options: export.options)
         let checks = gates.any || !data.reports.isEmpty
         if checks, !data.given { throw CLIError(description: "--report and the --min-* gates need --data (or --random N)") }
         if !checks, data.given { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
         var graph = try Models.load(model)
         try shapes.apply(to: &graph)
         try Models.apply(opts, to: &graph)
-        try Models.checkStorable(graph, plan: plan, path: output)  // every conflict, before compressing
+        try Models.checkStorable(graph, plan: plan, path: output, options: export.options)  // every conflict, before compressing
         let original = graph
         if let plan {
             let log = try Models.compress(&graph, plan: plan, threads: compression.threads)
             print(json ? log.json : log.table, terminator: json ? "\n" : "")
         }
-        let written = try Models.save(graph, to: output, inputs: readsFiles)
+        let written = try Models.save(graph, to: output, inputs: readsFiles, options: export.options)
         FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
         if checks {
             try check(original: original, settings: plan == nil ? "float32" : (compression.mode ?? "plan"), layout: written.sizeSummary)

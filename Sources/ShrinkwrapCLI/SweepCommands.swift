@@ -239,6 +239,8 @@ struct SweepCommand: ParsableCommand {
     @Option(name: .customLong("out-format"), help: "Extension of the written variants (default mlmodel, which holds every mode; a variant the format cannot hold is measured but not written).")
     var outFormat: String?
 
+    @OptionGroup var export: ExportFlags
+
     @Option(help: "Class labels, one per line (default: the model's own).")
     var labels: String?
 
@@ -271,6 +273,7 @@ struct SweepCommand: ParsableCommand {
         o.minElements = minElements
         o.outDir = outDir
         o.outFormat = outFormat
+        o.exportOptions = export.options
         o.threads = threads
         o.layerSamples = layerSamples
         o.labels = try labels.map { try Models.loadLabels($0) } ?? []

@@ -31,8 +31,8 @@ public enum CoreMLExporter {
     /// What WeightParams hold: fp16, linear codes of 1–8 bits with one scale per tensor or output
     /// channel (any offset), one lookup table per weight of 1–8 bits.
     public static let storedWeights = StoredWeightForms(
-        float16: true, affineBits: 1...8, affineGranularities: [.perTensor, .perChannel], affineNeedsIntegerZeroPoint: false,
-        paletteBits: 1...8, paletteGranularities: [.perTensor])
+        float16: true, affineBits: Set(1...8), affineGranularities: [.perTensor, .perChannel], affineNeedsIntegerZeroPoint: false,
+        paletteBits: Set(1...8), paletteGranularities: [.perTensor])
 
     /// Serialized `.mlmodel` bytes.
     public static func export(_ graph: Graph) throws -> Data {
@@ -494,21 +494,7 @@ struct NNWriter {
             d.predictedProbabilitiesName = p
             classifier = (labels, p)
         }
-        let m = graph.metadata
-        var md = CoreML_Specification_Metadata()
-        md.shortDescription = m.docString
-        md.author = m.author
-        md.license = m.license
-        if m.modelVersion != 0 { md.versionString = String(m.modelVersion) }
-        for (k, v) in m.properties {
-            let key = k.lowercased()
-            if key == "author" || key == "license" || ["labels", "classes", "class_labels"].contains(key) { continue }
-            md.userDefined[k] = v
-        }
-        if !m.producerName.isEmpty, md.userDefined["producer"] == nil {
-            md.userDefined["producer"] = m.producerVersion.isEmpty ? m.producerName : "\(m.producerName) \(m.producerVersion)"
-        }
-        d.metadata = md
+        d.metadata = CoreMLExporter.metadata(graph.metadata)
         return d
     }
 
@@ -527,6 +513,28 @@ struct NNWriter {
         default: a.dataType = .float32
         }
         return a
+    }
+}
+
+extension CoreMLExporter {
+    /// The model's metadata as both Core ML formats write it: description,
+    /// author, license, version, and the remaining properties (labels aside)
+    /// as user-defined entries, with the producer.
+    static func metadata(_ m: Metadata) -> CoreML_Specification_Metadata {
+        var md = CoreML_Specification_Metadata()
+        md.shortDescription = m.docString
+        md.author = m.author
+        md.license = m.license
+        if m.modelVersion != 0 { md.versionString = String(m.modelVersion) }
+        for (k, v) in m.properties {
+            let key = k.lowercased()
+            if key == "author" || key == "license" || ["labels", "classes", "class_labels"].contains(key) { continue }
+            md.userDefined[k] = v
+        }
+        if !m.producerName.isEmpty, md.userDefined["producer"] == nil {
+            md.userDefined["producer"] = m.producerVersion.isEmpty ? m.producerName : "\(m.producerName) \(m.producerVersion)"
+        }
+        return md
     }
 }
 

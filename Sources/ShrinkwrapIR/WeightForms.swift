@@ -47,16 +47,16 @@ public struct WeightForm: Sendable, Equatable, CustomStringConvertible {
 public struct StoredWeightForms: Sendable {
     public var float16: Bool
     /// Affine codes: the widths and granularities stored; nil when none are.
-    public var affineBits: ClosedRange<Int>?
+    public var affineBits: Set<Int>?
     public var affineGranularities: Set<GranularityKind>
     /// Only integer zero points (symmetric or exact-zero codes).
     public var affineNeedsIntegerZeroPoint: Bool
     /// Lookup tables: the widths and granularities stored; nil when none are.
-    public var paletteBits: ClosedRange<Int>?
+    public var paletteBits: Set<Int>?
     public var paletteGranularities: Set<GranularityKind>
 
-    public init(float16: Bool, affineBits: ClosedRange<Int>?, affineGranularities: Set<GranularityKind>, affineNeedsIntegerZeroPoint: Bool,
-                paletteBits: ClosedRange<Int>?, paletteGranularities: Set<GranularityKind>) {
+    public init(float16: Bool, affineBits: Set<Int>?, affineGranularities: Set<GranularityKind>, affineNeedsIntegerZeroPoint: Bool,
+                paletteBits: Set<Int>?, paletteGranularities: Set<GranularityKind>) {
         self.float16 = float16; self.affineBits = affineBits; self.affineGranularities = affineGranularities
         self.affineNeedsIntegerZeroPoint = affineNeedsIntegerZeroPoint
         self.paletteBits = paletteBits; self.paletteGranularities = paletteGranularities
@@ -64,8 +64,17 @@ public struct StoredWeightForms: Sendable {
 
     /// Every form.
     public static let everything = StoredWeightForms(
-        float16: true, affineBits: 1...8, affineGranularities: Set(GranularityKind.allCases), affineNeedsIntegerZeroPoint: false,
-        paletteBits: 1...8, paletteGranularities: Set(GranularityKind.allCases))
+        float16: true, affineBits: Set(1...8), affineGranularities: Set(GranularityKind.allCases), affineNeedsIntegerZeroPoint: false,
+        paletteBits: Set(1...8), paletteGranularities: Set(GranularityKind.allCases))
+
+    /// "8", "1–8", "4 or 8", "1/2/4/6/8": a set of widths as help texts write it.
+    static func widths(_ bits: Set<Int>) -> String {
+        let b = bits.sorted()
+        guard let lo = b.first, let hi = b.last else { return "no" }
+        if lo == hi { return "\(lo)" }
+        if b.count == hi - lo + 1 { return "\(lo)–\(hi)" }
+        return b.count == 2 ? "\(lo) or \(hi)" : b.map(String.init).joined(separator: "/")
+    }
 
     /// Why `form` cannot be stored, or nil when it can.
     public func refusal(_ form: WeightForm) -> String? {
@@ -75,13 +84,13 @@ public struct StoredWeightForms: Sendable {
             return float16 ? nil : "no fp16 weights"
         case .affine:
             guard let bits = affineBits else { return "no linear (integer-code) weights" }
-            if !bits.contains(form.bits) { return "linear weights of \(bits.lowerBound == bits.upperBound ? "\(bits.lowerBound)" : "\(bits.lowerBound)–\(bits.upperBound)") bits only" }
+            if !bits.contains(form.bits) { return "linear weights of \(Self.widths(bits)) bits only" }
             if !affineGranularities.contains(form.granularity) { return "linear scales \(list(affineGranularities)) only" }
             if affineNeedsIntegerZeroPoint && !form.integerZeroPoint { return "integer zero points only (--symmetric or --exact-zero)" }
             return nil
         case .palette:
             guard let bits = paletteBits else { return "no lookup-table weights" }
-            if !bits.contains(form.bits) { return "lookup tables of \(bits.lowerBound)–\(bits.upperBound) bits only" }
+            if !bits.contains(form.bits) { return "lookup tables of \(Self.widths(bits)) bits only" }
             if !paletteGranularities.contains(form.granularity) { return "lookup tables \(list(paletteGranularities)) only" }
             return nil
         }

@@ -37,7 +37,7 @@ public enum TFLiteExporter {
     public static let weightStorage = "fp16 (FLOAT16 + DEQUANTIZE) and 8-bit linear (INT8 per tensor / channel); LUT modes and fewer bits are refused"
     /// FLOAT16 tensors, and INT8 codes with integer zero points per tensor or channel.
     public static let storedWeights = StoredWeightForms(
-        float16: true, affineBits: 8...8, affineGranularities: [.perTensor, .perChannel], affineNeedsIntegerZeroPoint: true,
+        float16: true, affineBits: [8], affineGranularities: [.perTensor, .perChannel], affineNeedsIntegerZeroPoint: true,
         paletteBits: nil, paletteGranularities: [])
 
     /// Serialized `.tflite` bytes.
