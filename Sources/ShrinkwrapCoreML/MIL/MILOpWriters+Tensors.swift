@@ -7,6 +7,22 @@ extension MILOpWriters {
         try w.emit(n, op, [("x", .value(try w.value(try input(n, 0))))])
     }
 
+    /// Neg → x · (−1); Reciprocal → 1 / x (MIL's inverse adds an epsilon).
+    static let negOrReciprocal: Writer = { w, n in
+        let x = try w.value(try input(n, 0))
+        let t = try w.type(of: x)
+        let one: String
+        switch t.dataType {
+        case .int32: one = w.builder.const(n.outputs[0] + "_one", .int32([n.opType == "Neg" ? -1 : 1], shape: []))
+        default: one = w.float(n, "one", n.opType == "Neg" ? -1 : 1)
+        }
+        if n.opType == "Neg" {
+            try w.emit(n, "mul", [("x", .value(x)), ("y", .value(one))])
+        } else {
+            try w.emit(n, "real_div", [("x", .value(one)), ("y", .value(x))])
+        }
+    }
+
     static let activation: Writer = { w, n in
         guard let op = activationOps[n.opType] else { throw MILWriterError("no MIL op") }
         let x = try w.value(try input(n, 0))

@@ -22,6 +22,7 @@ enum MILOpWriters {
             "Pad": pad, "Gather": gather, "Where": whereOp, "Tile": tile, "Expand": expand,
             "ArgMax": argReduce, "ArgMin": argReduce,
             "DepthToSpace": depthToSpace, "SpaceToDepth": depthToSpace,
+            "Neg": negOrReciprocal, "Reciprocal": negOrReciprocal,
         ]
         for op in unaryOps.keys { t[op] = unary }
         for op in activationOps.keys { t[op] = activation }
