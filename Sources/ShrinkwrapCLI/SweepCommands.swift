@@ -230,6 +230,10 @@ struct SweepCommand: ParsableCommand {
           help: ArgumentHelp(WeightCodecs.optionHelp(LinearCodec.symmetric.key) + " (What --out-format tflite can store as int8.)"))
     var symmetric = false
 
+    @Flag(name: .customLong(LinearCodec.exactZero.longName),
+          help: ArgumentHelp(WeightCodecs.optionHelp(LinearCodec.exactZero.key) + " (With --symmetric, what --out-format mlpackage stores.)"))
+    var exactZero = false
+
     @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
     var minElements: Int?
 
@@ -270,6 +274,7 @@ struct SweepCommand: ParsableCommand {
         }
         o.granularity = granularity
         if symmetric { o.codecSettings[LinearCodec.symmetric.key] = .flag(true) }
+        if exactZero { o.codecSettings[LinearCodec.exactZero.key] = .flag(true) }
         o.minElements = minElements
         o.outDir = outDir
         o.outFormat = outFormat

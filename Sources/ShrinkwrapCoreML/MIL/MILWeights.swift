@@ -63,7 +63,8 @@ enum MILWeights {
             }
             if a.bits == 8, perAxis(a) != nil { return .iOS16 }
             guard a.bits == 4 || a.bits == 8 else { throw refuse("\(a.bits)-bit linear codes: ML Programs store 4 or 8 bits") }
-            guard zip(a.shape, a.scaleShape).allSatisfy({ $1 > 0 && $0 % $1 == 0 }) else {
+            // Core ML takes the block along axis k as shape[k] / scaleShape[k]: it must be ours.
+            guard a.shape.indices.allSatisfy({ k in a.scaleShape[k] == 1 || a.shape[k] == a.scaleShape[k] * a.blockShape[k] }) else {
                 throw refuse("blocks of \(a.blockShape) do not divide the shape \(a.shape) (iOS 18 needs equal blocks)")
             }
             return .iOS18
