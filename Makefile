@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -183,10 +183,11 @@ fuzz-models: deps $(FUZZ_DIR)/model-fuzz ## fuzz ONNX / Core ML import, the inte
 TESTDATA_STAMP := $(TESTDATA)/.stamp
 
 KERAS_STAMP := $(TESTDATA)/keras/manifest.json
+KERAS_MLPROGRAM_STAMP := $(TESTDATA)/keras-mlprogram/manifest.json
 TFLITE_STAMP := $(TESTDATA)/tflite/manifest.json
 TFLITE_META_STAMP := $(TESTDATA)/tflite-metadata/fixtures.json
 
-testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) $(TFLITE_STAMP) $(TFLITE_META_STAMP) ## generate the ONNX node suite, model suites, Keras → Core ML and TensorFlow Lite fixtures (incl. tflite-support metadata, an ML Kit bundle) into .testdata/
+testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) $(KERAS_MLPROGRAM_STAMP) $(TFLITE_STAMP) $(TFLITE_META_STAMP) ## generate the ONNX node suite, model suites, Keras → Core ML (NeuralNetwork and ML Program) and TensorFlow Lite fixtures (incl. tflite-support metadata, an ML Kit bundle) into .testdata/
 $(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py Scripts/packing_vectors.py $(VENV)/.stamp
 	$(PY) Scripts/gen_onnx_node_tests.py $(TESTDATA)/onnx-node 2>/dev/null
 	$(PY) Scripts/materialize_light.py $(TESTDATA)/models >/dev/null
@@ -196,6 +197,11 @@ $(KERAS_STAMP): Scripts/make_keras_coreml.py $(VENV_TF)/.stamp
 	rm -rf $(TESTDATA)/keras
 	$(VENV_TF)/bin/python Scripts/make_keras_coreml.py $(TESTDATA)/keras >/dev/null 2>&1 || \
 	  { $(VENV_TF)/bin/python Scripts/make_keras_coreml.py $(TESTDATA)/keras; exit 1; }
+# ~1.5 min and ~11 MB on an idle machine: 46 .mlpackage files (float32, float16, coremltools-compressed).
+$(KERAS_MLPROGRAM_STAMP): Scripts/make_keras_mlprogram.py Scripts/keras_weight_map.py Scripts/make_keras_coreml.py $(VENV_TF)/.stamp
+	rm -rf $(TESTDATA)/keras-mlprogram
+	$(VENV_TF)/bin/python Scripts/make_keras_mlprogram.py $(TESTDATA)/keras-mlprogram >/dev/null 2>&1 || \
+	  { $(VENV_TF)/bin/python Scripts/make_keras_mlprogram.py $(TESTDATA)/keras-mlprogram; exit 1; }
 $(TFLITE_STAMP): Scripts/make_tflite_fixtures.py $(VENV_TF)/.stamp
 	rm -rf $(TESTDATA)/tflite
 	$(VENV_TF)/bin/python Scripts/make_tflite_fixtures.py $(TESTDATA)/tflite >/dev/null 2>&1 || \
@@ -402,6 +408,14 @@ crosscheck-tflite: deps venv testdata build ## TFLite interpreter vs ours on con
 	$(PY) Scripts/tflite_crosscheck.py --shrinkwrap $(BIN) --fixtures $(TESTDATA)/tflite --via mlmodel \
 	  --only 'cnn.*' --only 'mlp.*' --only 'text.*' --only 'lstm.float32.*' --only 'lstm.int8.*' --only 'op_conv*' \
 	  --only 'op_depthwise*' --only 'op_transpose_conv*' --only 'op_*pool*' --only 'op_fully_connected*' --only 'op_slice*'
+
+# ML Program packages: coremltools loads each, rebuilds its program (milproto, type inference), decodes
+# its weights like ours (--weights, shrinkwrap inspect --weights-npz) and ours runs it like Keras (--run).
+# Checks shrinkwrap cannot do yet (no .mlpackage importer / exporter) print SKIP; --strict makes them fail.
+# Our own packages: add `--export $(TESTDATA)/models/*.onnx` (every case of EXPORT_CASES in the script).
+crosscheck-mlprogram: deps venv testdata build ## coremltools vs shrinkwrap on coremltools-made .mlpackage files (load, program, weights, predictions)
+	$(PY) Scripts/mlprogram_crosscheck.py --shrinkwrap $(BIN) --weights --run $(TESTDATA)/keras-mlprogram 2>&1 \
+	  | grep -v "Failed to load _ML\|scikit-learn version"; exit $${PIPESTATUS[0]}
 
 # .tflite files we write (float32, fp16, int8 dynamic range) run in tf.lite.Interpreter like in ours; converter files survive the round trip.
 TFLITE_EXPORT_MODELS := $(addprefix $(TESTDATA)/models/light_,squeezenet.onnx shufflenet.onnx inception_v1.onnx inception_v2.onnx densenet121.onnx resnet50.onnx)

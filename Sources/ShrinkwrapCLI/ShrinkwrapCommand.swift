@@ -53,8 +53,17 @@ struct Inspect: ParsableCommand {
     @Flag(help: "Print the inputs and outputs as an iOS app declares them (TensorFlowLiteSwift types and shapes, ML Kit ModelInputOutputOptions).")
     var swift = false
 
+    @Option(name: .customLong("weights-npz"), help: ArgumentHelp(
+        "Also write every constant, decoded (compressed weights as the values they stand for), to an .npz keyed by constant name: floating-point constants as float32, integer and bool ones in their own dtype.",
+        valueName: "FILE"))
+    var weightsNPZ: String?
+
     func run() throws {
         let graph = try Models.load(model)
+        if let weightsNPZ {
+            let summary = try WeightsNPZ.write(graph, to: URL(fileURLWithPath: weightsNPZ), protecting: [URL(fileURLWithPath: model)])
+            FileHandle.standardError.write(Data("wrote \(weightsNPZ): \(summary.line)\n".utf8))
+        }
         if swift {
             guard !json else { throw ValidationError("give --json or --swift, not both") }
             print(Inspection.swiftDeclarations(graph), terminator: "")

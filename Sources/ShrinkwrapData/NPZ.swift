@@ -8,13 +8,13 @@ import ZipArchive
 /// The ZIP layer is `ZipArchive` (central directory incl. ZIP64, every offset
 /// and length checked, CRC-32 verified); this is the .npz layer over it:
 /// members must be `NAME.npy`, each name once, decoded by `NPY`. Members keep
-/// their archive order.
-enum NPZ {
-    struct Error: UserFacingError, Equatable {
-        let file: String
-        let member: String?
-        let reason: String
-        var description: String {
+/// their archive order. Writing: `encode`, stored members in the order given.
+public enum NPZ {
+    public struct Error: UserFacingError, Equatable {
+        public let file: String
+        public let member: String?
+        public let reason: String
+        public var description: String {
             (member.map { "\(file): member '\($0)': \(reason)" } ?? "\(file): \(reason)").escapingControlCharacters
         }
     }
@@ -55,6 +55,22 @@ enum NPZ {
             out.append((name: name, tensor: tensor))
         }
         return out
+    }
+
+    /// An .npz archive (stored, as `np.savez` writes) of `NAME.npy` members, in the order given,
+    /// byte for byte the same for the same arrays (ZipWriter: fixed timestamps, no extras).
+    /// Names must be non-empty, distinct, relative ZIP member names (no "..", leading "/", "\\").
+    public static func encode(_ arrays: [(name: String, tensor: Tensor)], file: String) throws -> [UInt8] {
+        var seen = Set<String>()
+        for a in arrays {
+            guard !a.name.isEmpty else { throw Error(file: file, member: nil, reason: "an array without a name") }
+            guard seen.insert(a.name).inserted else { throw Error(file: file, member: a.name, reason: "given twice") }
+        }
+        do {
+            return try ZipWriter.stored(arrays.map { (name: $0.name + ".npy", data: [UInt8](NPY.encode($0.tensor))) }, file: file)
+        } catch let e as ZipArchive.Error {
+            throw Error(file: file, member: e.member, reason: e.reason)
+        }
     }
 
     // Little-endian fields, for tests that damage archives at known places.
