@@ -331,9 +331,11 @@ DEMO_SWEEP_FLAGS := --min-elements 0
 demo: deps build ## inspect and run the digits sample, sweep its compression over 300 test images (reports in out/demo)
 	$(BIN) inspect $(DEMO_MODEL)
 	$(BIN) run $(DEMO_MODEL) --input Samples/digits/images/digit_7_0.png --top 3
+	@mkdir -p out/demo
+	$(BIN) convert $(DEMO_MODEL) -o out/demo/digits.mlpackage --mode kmeans-lut --bits 4 > /dev/null
 	@$(MAKE) --no-print-directory out/demo/sweep.md
 	@echo; sed -n '/^## Summary/,/^size /p' out/demo/sweep.md; echo
-	@echo "reports: out/demo/sweep.{md,json,csv,html}; the compressed variants: out/demo/variants/"
+	@echo "reports: out/demo/sweep.{md,json,csv,html}; the compressed variants: out/demo/variants/; a 4-bit Core ML ML Program: out/demo/digits.mlpackage"
 
 out/demo/.options: FORCE
 	@mkdir -p $(@D)

@@ -89,8 +89,11 @@ extension String {
 
 extension Models {
     /// Compresses a graph's weights as the plan says.
-    public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil) throws -> CompressionLog {
+    /// `format`: the format the result is written in; weights whose blocks or
+    /// groups it cannot store stay float32 (listed as skipped, with why).
+    public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil,
+                                for format: ModelFormat? = nil, options: ExportOptions = ExportOptions()) throws -> CompressionLog {
         let n = threads ?? ProcessInfo.processInfo.activeProcessorCount
-        return try CompressWeights.run(&graph, plan: plan, threads: max(1, n))
+        return try CompressWeights.run(&graph, plan: plan, threads: max(1, n), fits: format?.storedWeights(options).fits)
     }
 }

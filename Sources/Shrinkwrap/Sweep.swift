@@ -95,7 +95,7 @@ public enum Sweep {
             let t0 = Date()
             let codec = try WeightCodecs.codec(named: v.mode)
             var g = graph
-            let log = try Models.compress(&g, plan: try settings(v, o).plan(), threads: o.threads)
+            let log = try Models.compress(&g, plan: try settings(v, o).plan(), threads: o.threads, for: outFormat, options: o.exportOptions)
             var fileBytes: Int? = nil
             var file: String? = nil
             if let dir = o.outDir, let f = outFormat, let export = f.exporter, unwritable[variantTag(v)] == nil {

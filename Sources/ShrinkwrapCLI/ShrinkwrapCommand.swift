@@ -304,7 +304,8 @@ struct Compress: ParsableCommand {
         var graph = try Models.load(model)
         try shapes.apply(to: &graph)
         if let output { try Models.checkStorable(graph, plan: plan, path: output, options: export.options) }  // every conflict, before compressing
-        let log = try Models.compress(&graph, plan: plan, threads: compression.threads)
+        let log = try Models.compress(&graph, plan: plan, threads: compression.threads,
+                                      for: output.flatMap { ModelFormats.format(for: URL(fileURLWithPath: $0)) }, options: export.options)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         if let output {
             let written = try Models.save(graph, to: output, inputs: [model], options: export.options)
@@ -419,7 +420,8 @@ struct Convert: ParsableCommand {
         try Models.checkStorable(graph, plan: plan, path: output, options: export.options)  // every conflict, before compressing
         let original = graph
         if let plan {
-            let log = try Models.compress(&graph, plan: plan, threads: compression.threads)
+            let log = try Models.compress(&graph, plan: plan, threads: compression.threads,
+                                          for: ModelFormats.format(for: URL(fileURLWithPath: output)), options: export.options)
             print(json ? log.json : log.table, terminator: json ? "\n" : "")
         }
         let written = try Models.save(graph, to: output, inputs: readsFiles, options: export.options)

@@ -58,7 +58,7 @@ public enum CompressWeights {
     /// the Loop's body: `hoistingLoopInvariants`), using up to
     /// `threads` threads (results do not depend on the count). Throws the
     /// first error in constant order, after every weight was tried.
-    public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1) throws(CompressionError) -> CompressionLog {
+    public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1, fits: WeightLayoutFit? = nil) throws(CompressionError) -> CompressionLog {
         let started = DispatchTime.now().uptimeNanoseconds
         if graph.hasControlFlow { graph = graph.hoistingLoopInvariants().graph }  // weights a Loop carries, read in place
         let uses = constantUses(graph)
@@ -113,6 +113,19 @@ public enum CompressWeights {
             }
             let codec = try WeightCodecs.codec(named: rule.mode)
             let (oAxis, iAxis) = axes ?? (0, t.rank > 1 ? 1 : 0)
+            // The output format's constraint on block / group sizes (e.g. Core ML's equal blocks).
+            if let fits {
+                let sized: (GranularityKind, Int)?
+                switch rule.options.granularity {
+                case .perBlock(let b): sized = (.perBlock, b)
+                case .perGroupedChannel(let g): sized = (.perGroupedChannel, g)
+                case .perTensor, .perChannel: sized = nil
+                }
+                if let (kind, size) = sized, let why = fits(kind, size, t.shape, oAxis, iAxis) {
+                    entry.rule = rule.summary
+                    skip(why); continue
+                }
+            }
             entry.rule = rule.summary
             tasks.append(Task(index: entries.count,
                               input: WeightInput(name: c.name, values: values, shape: t.shape, outputAxis: oAxis, inputAxis: iAxis),

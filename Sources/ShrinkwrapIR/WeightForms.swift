@@ -41,6 +41,11 @@ public struct WeightForm: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// Whether a weight of `shape` can be stored with blocks (`.perBlock`, along
+/// `inputAxis`) or groups (`.perGroupedChannel`, along `outputAxis`) of
+/// `size`: nil when it can, else why not.
+public typealias WeightLayoutFit = @Sendable (_ kind: GranularityKind, _ size: Int, _ shape: [Int], _ outputAxis: Int, _ inputAxis: Int) -> String?
+
 /// Which compressed weights a file format stores, as data: each format
 /// declares one, and `convert`, `compress -o` and `sweep --out-format` ask it
 /// before compressing (the exporters still refuse what slips through).
@@ -54,6 +59,10 @@ public struct StoredWeightForms: Sendable {
     /// Lookup tables: the widths and granularities stored; nil when none are.
     public var paletteBits: Set<Int>?
     public var paletteGranularities: Set<GranularityKind>
+    /// Which weights blocks or groups of a given size fit, for a format that
+    /// needs them to divide the axis (nil: every weight): the compressor
+    /// leaves a weight that does not fit uncompressed, saying why.
+    public var fits: WeightLayoutFit?
 
     public init(float16: Bool, affineBits: Set<Int>?, affineGranularities: Set<GranularityKind>, affineNeedsIntegerZeroPoint: Bool,
                 paletteBits: Set<Int>?, paletteGranularities: Set<GranularityKind>) {

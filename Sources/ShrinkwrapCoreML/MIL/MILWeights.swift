@@ -34,10 +34,24 @@ enum MILWeights {
             return StoredWeightForms(float16: true, affineBits: [8], affineGranularities: [.perTensor, .perChannel], affineNeedsIntegerZeroPoint: true,
                                      paletteBits: [1, 2, 4, 6, 8], paletteGranularities: [.perTensor])
         case .iOS18:
-            return StoredWeightForms(float16: true, affineBits: [4, 8], affineGranularities: [.perTensor, .perChannel, .perBlock],
-                                     affineNeedsIntegerZeroPoint: true, paletteBits: [1, 2, 3, 4, 6, 8],
-                                     paletteGranularities: [.perTensor, .perGroupedChannel])
+            var s = StoredWeightForms(float16: true, affineBits: [4, 8], affineGranularities: [.perTensor, .perChannel, .perBlock],
+                                      affineNeedsIntegerZeroPoint: true, paletteBits: [1, 2, 3, 4, 6, 8],
+                                      paletteGranularities: [.perTensor, .perGroupedChannel])
+            s.fits = equalBlocks
+            return s
         }
+    }
+
+    /// Core ML derives a block's length from the shapes (axis length / scale
+    /// or table count), so blocks and groups must divide their axis, or
+    /// cover it. A weight they do not fit stays float32, as coremltools
+    /// leaves it.
+    static let equalBlocks: WeightLayoutFit = { kind, size, shape, outputAxis, inputAxis in
+        let (axis, what) = kind == .perBlock ? (inputAxis, "blocks of \(size) along its input axis") : (outputAxis, "groups of \(size) output channels")
+        guard axis < shape.count else { return nil }
+        let d = shape[axis]
+        if d <= size || d % size == 0 { return nil }
+        return "\(what) do not divide its \(d) (Core ML ML Programs need equal \(kind == .perBlock ? "blocks" : "groups")); left float32"
     }
 
     /// The lowest target that holds every weight, with what raised it.
