@@ -58,6 +58,16 @@ public enum CompressWeights {
     /// the Loop's body: `hoistingLoopInvariants`), using up to
     /// `threads` threads (results do not depend on the count). Throws the
     /// first error in constant order, after every weight was tried.
+    /// The output format's refusal of this weight's blocks or groups (e.g. Core ML's equal blocks), if any.
+    static func misfit(_ fits: WeightLayoutFit?, _ g: Granularity, _ shape: [Int], _ oAxis: Int, _ iAxis: Int) -> String? {
+        guard let fits else { return nil }
+        switch g {
+        case .perBlock(let b): return fits(.perBlock, b, shape, oAxis, iAxis)
+        case .perGroupedChannel(let n): return fits(.perGroupedChannel, n, shape, oAxis, iAxis)
+        case .perTensor, .perChannel: return nil
+        }
+    }
+
     public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1, fits: WeightLayoutFit? = nil) throws(CompressionError) -> CompressionLog {
         let started = DispatchTime.now().uptimeNanoseconds
         if graph.hasControlFlow { graph = graph.hoistingLoopInvariants().graph }  // weights a Loop carries, read in place
@@ -113,18 +123,9 @@ public enum CompressWeights {
             }
             let codec = try WeightCodecs.codec(named: rule.mode)
             let (oAxis, iAxis) = axes ?? (0, t.rank > 1 ? 1 : 0)
-            // The output format's constraint on block / group sizes (e.g. Core ML's equal blocks).
-            if let fits {
-                let sized: (GranularityKind, Int)?
-                switch rule.options.granularity {
-                case .perBlock(let b): sized = (.perBlock, b)
-                case .perGroupedChannel(let g): sized = (.perGroupedChannel, g)
-                case .perTensor, .perChannel: sized = nil
-                }
-                if let (kind, size) = sized, let why = fits(kind, size, t.shape, oAxis, iAxis) {
-                    entry.rule = rule.summary
-                    skip(why); continue
-                }
+            if let why = misfit(fits, rule.options.granularity, t.shape, oAxis, iAxis) {
+                entry.rule = rule.summary
+                skip(why); continue
             }
             entry.rule = rule.summary
             tasks.append(Task(index: entries.count,
