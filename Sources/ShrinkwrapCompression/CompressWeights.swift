@@ -58,6 +58,16 @@ public enum CompressWeights {
     /// the Loop's body: `hoistingLoopInvariants`), using up to
     /// `threads` threads (results do not depend on the count). Throws the
     /// first error in constant order, after every weight was tried.
+    /// A log entry for constant `c`, as it is before compression.
+    static func logEntry(_ c: Constant, users: [(node: Node, input: Int)]) -> CompressionLogEntry {
+        let enc = c.encoding
+        return CompressionLogEntry(
+            name: c.name, usedBy: users.map { "\($0.node.opType) '\($0.node.label)'" }, shape: enc.shape,
+            elements: enc.count, encoding: enc.kind, rule: nil, skipped: nil,
+            bytesBefore: enc.storageBytes, bytesAfter: enc.storageBytes, sqnrDB: nil, maxAbsError: nil, sse: nil,
+            milliseconds: nil, notes: [])
+    }
+
     /// The output format's refusal of this weight's blocks or groups (e.g. Core ML's equal blocks), if any.
     static func misfit(_ fits: WeightLayoutFit?, _ g: Granularity, _ shape: [Int], _ oAxis: Int, _ iAxis: Int) -> String? {
         guard let fits else { return nil }
@@ -78,11 +88,7 @@ public enum CompressWeights {
         for c in graph.constants {
             let enc = c.encoding
             let users = uses[c.name] ?? []
-            var entry = CompressionLogEntry(
-                name: c.name, usedBy: users.map { "\($0.node.opType) '\($0.node.label)'" }, shape: enc.shape,
-                elements: enc.count, encoding: enc.kind, rule: nil, skipped: nil,
-                bytesBefore: enc.storageBytes, bytesAfter: enc.storageBytes, sqnrDB: nil, maxAbsError: nil, sse: nil,
-                milliseconds: nil, notes: [])
+            var entry = logEntry(c, users: users)
             func skip(_ why: String) { entry.skipped = why; entries.append(entry) }
 
             guard case .dense(let t) = enc else { skip("already compressed (\(enc.kind))"); continue }
