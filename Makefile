@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram check-macos crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -418,6 +418,11 @@ crosscheck-tflite: deps venv testdata build ## TFLite interpreter vs ours on con
 crosscheck-mlprogram: deps venv testdata build ## coremltools vs shrinkwrap on coremltools-made .mlpackage files (load, program, weights, predictions)
 	$(PY) Scripts/mlprogram_crosscheck.py --shrinkwrap $(BIN) --weights --run $(TESTDATA)/keras-mlprogram 2>&1 \
 	  | grep -v "Failed to load _ML\|scikit-learn version"; exit $${PIPESTATUS[0]}
+
+# Core ML itself on our packages: compiled by xcrun coremlcompiler, predicted through Core ML (CPU) and compared
+# with our interpreter on the source. macOS only: on Linux it says SKIPPED and fails (nothing was checked).
+check-macos: venv build ## macOS only: coremlcompiler compiles our .mlpackage files and Core ML's predictions match ours
+	$(PY) Scripts/check_macos.py --shrinkwrap $(BIN) --models $(addprefix $(TESTDATA)/models/light_,squeezenet.onnx shufflenet.onnx inception_v1.onnx)
 
 # .tflite files we write (float32, fp16, int8 dynamic range) run in tf.lite.Interpreter like in ours; converter files survive the round trip.
 TFLITE_EXPORT_MODELS := $(addprefix $(TESTDATA)/models/light_,squeezenet.onnx shufflenet.onnx inception_v1.onnx inception_v2.onnx densenet121.onnx resnet50.onnx)

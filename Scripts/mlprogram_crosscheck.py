@@ -58,19 +58,23 @@ from crosscheck_common import finish, last_error, max_diff, ours_run, sanitized 
 
 # (tag, shrinkwrap arguments after MODEL -o OUT): what --export writes per model.
 EXPORT_CASES = [
-    ("fp32", ["convert", "--precision", "float32"]),
-    ("fp16", ["convert", "--precision", "float16"]),
-    ("fp16-ios15", ["convert", "--precision", "float16", "--target", "iOS15"]),
+    ("fp32", ["convert"]),
+    ("fp16-compute", ["convert", "--precision", "float16"]),
+    ("fp16-compute-ios15", ["convert", "--precision", "float16", "--target", "iOS15"]),
+    ("fp16", ["compress", "--mode", "fp16"]),
+    ("linear8-tensor", ["compress", "--mode", "linear", "--bits", "8", "--symmetric", "--granularity", "per-tensor"]),
+    ("linear8-channel", ["compress", "--mode", "linear", "--bits", "8", "--symmetric", "--granularity", "per-channel"]),
+    ("linear8-channel-exact-zero", ["compress", "--mode", "linear", "--bits", "8", "--exact-zero", "--granularity", "per-channel"]),
+    ("linear4-block32", ["compress", "--mode", "linear", "--bits", "4", "--symmetric", "--granularity", "per-block:32"]),
+    ("linear8-block32", ["compress", "--mode", "linear", "--bits", "8", "--symmetric", "--granularity", "per-block:32"]),
+    ("kmeans1", ["compress", "--mode", "kmeans-lut", "--bits", "1"]),
     ("kmeans2", ["compress", "--mode", "kmeans-lut", "--bits", "2"]),
     ("kmeans4", ["compress", "--mode", "kmeans-lut", "--bits", "4"]),
     ("kmeans6", ["compress", "--mode", "kmeans-lut", "--bits", "6"]),
-    ("kmeans4-g16", ["compress", "--mode", "kmeans-lut", "--bits", "4", "--granularity", "per-grouped-channel:16",
-                     "--target", "iOS18"]),
-    ("linear8", ["compress", "--mode", "linear", "--bits", "8", "--symmetric"]),
-    ("linear8-asym", ["compress", "--mode", "linear", "--bits", "8", "--granularity", "per-tensor"]),
-    ("linear4-b32", ["compress", "--mode", "linear", "--bits", "4", "--symmetric", "--granularity", "per-block:32",
-                     "--target", "iOS18"]),
+    ("kmeans8", ["compress", "--mode", "kmeans-lut", "--bits", "8"]),
     ("linear-lut4", ["compress", "--mode", "linear-lut", "--bits", "4"]),
+    ("kmeans3-g16", ["compress", "--mode", "kmeans-lut", "--bits", "3", "--granularity", "per-grouped-channel:16"]),
+    ("kmeans4-g16", ["compress", "--mode", "kmeans-lut", "--bits", "4", "--granularity", "per-grouped-channel:16"]),
 ]
 NOT_IMPORTED_HINTS = ("unsupported", "not read yet", "cannot read", "not a model")
 
