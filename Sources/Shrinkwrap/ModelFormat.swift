@@ -109,7 +109,8 @@ public enum ModelFormats {
                     exporter: { g, o in try ModelFormats.exportPackage(g, o) },
                     exportOptions: [.target, .precision],
                     exportedOps: MILExporter.supportedOps, weightStorage: MILExporter.weightStorage,
-                    storedWeights: MILExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil,
+                    storedWeights: MILExporter.storedWeights, needsFixedShapes: true,
+                    flexibleShapes: "size ranges or enumerated shapes, when no op depends on the sizes that vary",
                     storedWeightsUnder: { o in o.target.flatMap(MILExporter.Target.init(named:)).map(MILExporter.storedWeights(for:)) }),
     ]
 
@@ -131,8 +132,7 @@ public enum ModelFormats {
             }
             options.precision = precision
         }
-        let prepared = try ExportPreparation.prepare(g, format: MILExporter.format).graph
-        let package = try MILExporter.export(prepared, options: options)
+        let package = try MILExporter.export(g, options: options, preparing: { try ExportPreparation.prepare($0, format: MILExporter.format).graph })
         let weights = package.weights.count
         return ExportedModel(files: package.files,
                              sizeSummary: "ML Program for \(package.target) (\(options.precision.rawValue)): model \(package.model.count) bytes + weight.bin \(weights) bytes")

@@ -70,6 +70,15 @@ public enum MILExporter {
 
     /// Writes a prepared graph.
     public static func export(_ graph: Graph, options: Options = Options()) throws -> Package {
+        let (model, weights, target) = try exportModel(graph, options: options)
+        return Package(model: try serialize(model), weights: weights, target: target)
+    }
+
+    /// The Model message and the blob file of a prepared graph.
+    static func exportModel(_ graph: Graph, options: Options) throws -> (CoreML_Specification_Model, [UInt8], Target) {
+        if !graph.metadata.updatableNodes.isEmpty {
+            throw ExportError.unsupported(format: format, what: "an updatable model (layers trained on device: \(graph.metadata.updatableNodes.prefix(3).joined(separator: ", "))…) — Core ML trains NeuralNetwork models only; write it as .mlmodel")
+        }
         let lowered = try MILLowering.pipeline.applied(to: graph)
         let needed = try MILWeights.lowestTarget(for: lowered)
         var target = needed.target
@@ -85,13 +94,15 @@ public enum MILExporter {
         model.specificationVersion = target.specificationVersion
         model.description_p = try w.modelDescription()
         model.mlProgram = program
+        return (model, w.builder.blobs.bytes, target)
+    }
+
+    static func serialize(_ model: CoreML_Specification_Model) throws -> Data {
         var encoding = BinaryEncodingOptions()
         encoding.useDeterministicOrdering = true  // MIL is map-heavy; the same graph must give the same bytes
-        let data: Data
-        do { data = try model.serializedData(options: encoding) } catch {
+        do { return try model.serializedData(options: encoding) } catch {
             throw ExportError.unsupported(format: format, what: "cannot serialize the model: \(error)")
         }
-        return Package(model: data, weights: w.builder.blobs.bytes, target: target)
     }
 }
 
