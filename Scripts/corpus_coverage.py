@@ -7,11 +7,12 @@ $SHRINKWRAP_CORPUS/data/<id>/index.json and one folder of .npy files per input):
   2. source: `shrinkwrap run` on every sample against the peer runtime on the same tensors
      (onnxruntime for .onnx; tf.lite.Interpreter for .tflite, with its default XNNPACK kernels and
      with its reference kernels, see TOLERANCES)
-  3. for .onnx, .tflite and .mlmodel: `shrinkwrap convert` (the free input dims pinned to the data's
-     shapes with --input-shape for the fixed-shape formats), then the converted file in our
+  3. for .onnx, .tflite, .mlmodel and .mlpackage: `shrinkwrap convert` (the free input dims pinned to
+     the data's shapes with --input-shape for the fixed-shape formats), then the converted file in our
      interpreter against our run of the source, and in the peer runtime against the peer's run of
      the source (onnxruntime / tf.lite.Interpreter; for .mlmodel coremltools loads the spec and
-     builds the model object: Core ML itself cannot predict on Linux).
+     builds the model object, for .mlpackage it loads the package and rebuilds the ML Program with
+     its type inference: Core ML itself cannot predict on Linux).
 A model without real inputs in the cache runs on seeded random ones, and the table says so.
 A process killed by a signal is a CRASH.
 
@@ -32,7 +33,7 @@ import corpus  # noqa: E402
 import corpus_baseline as baseline  # noqa: E402
 
 ROOT = corpus.ROOT
-TARGETS = (".onnx", ".tflite", ".mlmodel")
+TARGETS = (".onnx", ".tflite", ".mlmodel", ".mlpackage")
 # Relative difference = max |a - b| / max |reference| of one output, worst over outputs and samples.
 SOURCE_TOLERANCE = 1e-4      # our interpreter vs the peer runtime on the source file (float32 models)
 CONVERTED_TOLERANCE = 1e-3   # a converted file vs the source, in the same runtime
@@ -47,7 +48,7 @@ TOLERANCES = (
     "mp-pose-landmark-full's segmentation logits differ by up to 9e-4 between TFLite's own kernels on its real inputs), ours must lie "
     "within that spread of the reference kernels. tf.lite.Interpreter cannot run MediaPipe's custom "
     "Convolution2DTransposeBias (mp-selfie-segmentation): it runs a copy of the file with that op replaced by its "
-    "builtin twin, TRANSPOSE_CONV with a bias input. For .tflite and .mlmodel the free input dims are pinned to the "
+    "builtin twin, TRANSPOSE_CONV with a bias input. For .tflite, .mlmodel and .mlpackage the free input dims are pinned to the "
     "data's shapes (`--input-shape`) and an integer scalar given once for every sample (silero-vad-if's sample rate) "
     "becomes a constant (`--input-value`), which folds the branch it chooses. "
     f"A converted file must be within {CONVERTED_TOLERANCE:g} of the source "
@@ -161,6 +162,15 @@ def write(out, k, prefix, results):
 def coreml_load(model):
     """Core ML's own checks on Linux: the spec parses and coremltools builds the model object."""
     import coremltools as ct
+    if os.path.isdir(model):
+        # An ML Program package: coremltools loads it and rebuilds the program (MIL type inference on every op).
+        from coremltools.converters.mil.frontend.milproto import load as milproto_load
+        ml = ct.models.MLModel(model, skip_model_load=True)
+        spec = ml.get_spec()
+        prog = milproto_load.load(spec, spec.specificationVersion, ml.weights_dir)
+        ops = len(list(prog.functions["main"].operations))
+        print(f"spec version {spec.specificationVersion}, program rebuilt ({ops} ops)")
+        return
     spec = ct.utils.load_spec(model)
     ct.models.MLModel(spec, skip_model_load=True)
     print(f"spec version {spec.specificationVersion}, {len(spec.description.input)} inputs, {len(spec.description.output)} outputs")
@@ -345,6 +355,13 @@ def fixed_parameters(samples):
     return values
 
 
+def size_of(path):
+    """Bytes of a file, or of every file in a package folder."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
 def convert_check(entry, bin_, path, samples, pins, folder, ext, ours_src, peer_src, timeout, peer_refs=None):
     """{convert, ours, peer} Outcomes for one target format."""
     target = os.path.join(folder, "converted" + ext)
@@ -357,20 +374,22 @@ def convert_check(entry, bin_, path, samples, pins, folder, ext, ours_src, peer_
         for name, value in fixed.items():
             cmd += ["--input-value", f"{name}={value}"]
         samples = [[(n, p) for n, p in s if n not in fixed] for s in samples]
-    if os.path.exists(target):
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+    elif os.path.exists(target):
         os.remove(target)
     conv, _, _ = baseline.call(cmd, timeout)
     r = {"convert": conv}
     if not conv.ok:
         return r
-    conv.detail = os.path.getsize(target)
+    conv.detail = size_of(target)
     run, files = ours(bin_, target, samples, os.path.join(folder, "ours" + ext.replace(".", "-")), timeout)
     if run.ok and ours_src:
         d = worst(ours_src, files)
         run.ok = not isinstance(d, str) and d[1] <= CONVERTED_TOLERANCE
         run.line = d if isinstance(d, str) else f"rel {d[1]:.1e}"
     r["ours"] = run
-    if ext == ".mlmodel":
+    if ext in (".mlmodel", ".mlpackage"):
         load, stdout, stderr = baseline.call([baseline.VENV_PY, os.path.abspath(__file__), "coreml-load", target], timeout)
         load.line = stdout.strip().splitlines()[-1] if load.ok and stdout.strip() else load.line
         r["peer"] = load
@@ -468,7 +487,7 @@ def render(results, bin_, paths, quick):
             else:
                 parts = [f"ours {mark(t.get('ours'))}"]
                 if t.get("peer") is not None:
-                    parts.append(("coremltools " if ext == ".mlmodel" else "peer ") + mark(t["peer"]))
+                    parts.append(("coremltools " if ext in (".mlmodel", ".mlpackage") else "peer ") + mark(t["peer"]))
                 cells.append("; ".join(parts))
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out += ["", "## Refusals, with the reason", "",
