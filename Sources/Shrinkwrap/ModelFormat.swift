@@ -68,6 +68,11 @@ public enum ModelFormats {
                     exporter: { ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare($0, format: TFLiteExporter.format, keepingLoops: true).graph)) },
                     exportedOps: TFLiteExporter.supportedOps, weightStorage: TFLiteExporter.weightStorage,
                     storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil),
+        ModelFormat(name: "mlpackage", title: MILImporter.format, extensions: ["mlpackage"], importer: { try MILImporter.importPackage(at: $0) },
+                    supportedOps: MILImporter.supportedOps, exporter: nil, exportedOps: [], weightStorage: "",
+                    storedWeights: StoredWeightForms(float16: false, affineBits: nil, affineGranularities: [], affineNeedsIntegerZeroPoint: false,
+                                                     paletteBits: nil, paletteGranularities: []),
+                    needsFixedShapes: false, flexibleShapes: nil),
     ]
 
     /// The inputs pinned with ranges or enumerated shapes get their varying
