@@ -46,8 +46,35 @@ def save_model(model, name):
     path = os.path.join(OUT, name + ".mlpackage")
     if os.path.exists(path):
         shutil.rmtree(path)
+    # The conversion date would make the files differ from day to day.
+    meta = model.user_defined_metadata
+    if "com.github.apple.coremltools.conversion_date" in meta:
+        del meta["com.github.apple.coremltools.conversion_date"]
     model.save(path)
+    normalize_package(path)
     return name + ".mlpackage"
+
+
+def normalize_package(path):
+    """coremltools writes random item identifiers into Manifest.json and serializes protobuf maps in
+    hash order: identifiers derived from the item path and a deterministic serialization make the
+    same fixture the same bytes."""
+    import uuid
+    from coremltools.proto import Model_pb2
+    model_file = os.path.join(path, "Data", "com.apple.CoreML", "model.mlmodel")
+    spec = Model_pb2.Model()
+    with open(model_file, "rb") as f:
+        spec.ParseFromString(f.read())
+    with open(model_file, "wb") as f:
+        f.write(spec.SerializeToString(deterministic=True))
+    manifest_file = os.path.join(path, "Manifest.json")
+    with open(manifest_file) as f:
+        manifest = json.load(f)
+    rename = {k: str(uuid.uuid5(uuid.NAMESPACE_URL, v["path"])).upper() for k, v in manifest["itemInfoEntries"].items()}
+    manifest["itemInfoEntries"] = {rename[k]: v for k, v in manifest["itemInfoEntries"].items()}
+    manifest["rootModelIdentifier"] = rename[manifest["rootModelIdentifier"]]
+    with open(manifest_file, "w") as f:
+        json.dump(manifest, f, indent=4, sort_keys=True)
 
 
 def convert(prog, target, fp16=False):

@@ -68,10 +68,9 @@ public enum MILImporter {
         }
     }
 
-    /// The OS a MIL opset first shipped with ("CoreML5" → "iOS 16").
+    /// The OS a MIL opset belongs to, as coremltools names them ("CoreML5" → "iOS 15", specification 6).
     public static func deploymentTarget(_ opset: String) -> String? {
-        ["CoreML3": "iOS 15", "CoreML4": "iOS 15", "CoreML5": "iOS 16", "CoreML6": "iOS 17", "CoreML7": "iOS 17",
-         "CoreML8": "iOS 18", "CoreML9": "iOS 26"][opset]
+        ["CoreML5": "iOS 15", "CoreML6": "iOS 16", "CoreML7": "iOS 17", "CoreML8": "iOS 18", "CoreML9": "iOS 26"][opset]
     }
 }
 
@@ -287,7 +286,11 @@ extension MILReader {
 
     /// A constant parameter: input `key` bound to a const value (or an inline one); nil when absent.
     func param(_ key: String) throws -> MILLiteral? {
-        guard let b = bindings(key) else { return nil }
+        guard let b = bindings(key) else {
+            // iOS 16 constexpr ops carry their constant inputs as attributes.
+            if key != "name", let v = op.attributes[key] { return try literal(v, place: "\(place) attribute '\(key)'") }
+            return nil
+        }
         switch b[0].binding {
         case .name(let n)?:
             if let l = literals[n] { return l }

@@ -92,6 +92,7 @@ extension MILReader {
     mutating func readConst() throws {
         guard let v = op.attributes["val"] else { throw bad("a const without a 'val' attribute") }
         let l = try literal(v, place: place)
+        if let s = types[out()]?.shape, s != l.shape { throw bad("the value has shape \(l.shape), the op declares \(s)") }
         literals[out()] = l
         milTypes[out()] = l.type
     }
