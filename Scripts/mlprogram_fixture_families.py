@@ -91,7 +91,7 @@ def make_shapes(record, program_ops, convert, rand):
                 mb.cast(x=mb.shape(x=x), dtype="fp32", name="shape"),
                 mb.fill(shape=[2, 3], value=1.5, name="fill"),
                 mb.cast(x=mb.range_1d(end=np.int32(7), start=np.int32(1), step=np.int32(2)), dtype="fp32", name="range"),
-                mb.topk(x=x, k=2, axis=-1, ascending=False, name="topk")[0],
+                mb.identity(x=mb.topk(x=x, k=2, axis=-1, ascending=False)[0], name="topk"),
                 mb.band_part(x=x, lower=1, upper=0, name="band"),
                 mb.depth_to_space(x=mb.tile(x=x, reps=[1, 3, 1, 1]), block_size=3, name="d2s"),
                 mb.space_to_depth(x=mb.slice_by_size(x=x, begin=[0, 0, 0, 0], size=[-1, -1, 4, 4]), block_size=2, name="s2d"),

@@ -108,7 +108,15 @@ extension MILReader {
         let r = try needRank(x)
         let sh = try float("scale_factor_height", 1), sw = try float("scale_factor_width", 1)
         guard sh > 0, sw > 0, sh.isFinite, sw.isFinite, r >= 3 else { throw bad("scale factors \(sh), \(sw) on rank \(r)") }
-        let scales = constant(.dense(Tensor(Array(repeating: 1, count: r - 2) + [sh, sw], shape: [r])), "\(out())_scales")
+        // Output sizes floor(H · scale) when the input shape is known: coordinates then map by the
+        // size ratio, as TensorFlow's resize (which MIL's documentation names as its twin) does.
+        let scaled: [String]
+        if let s = shape(x), s.count == r {
+            let sizes = Array(s.dropLast(2)) + [Int((Float(s[r - 2]) * sh).rounded(.down)), Int((Float(s[r - 1]) * sw).rounded(.down))]
+            scaled = ["", "", ints(sizes, "\(out())_sizes")]
+        } else {
+            scaled = ["", constant(.dense(Tensor(Array(repeating: 1, count: r - 2) + [sh, sw], shape: [r])), "\(out())_scales")]
+        }
         var attributes: [String: Attribute] = ["mode": .string(linear ? "linear" : "nearest")]
         if linear {
             let align = try bool("align_corners", true)
@@ -118,7 +126,7 @@ extension MILReader {
             attributes["coordinate_transformation_mode"] = .string("asymmetric")
             attributes["nearest_mode"] = .string("floor")
         }
-        node("Resize", [x, "", scales], [out()], attributes)
+        node("Resize", [x] + scaled, [out()], attributes)
     }
 
     /// resize_*: target sizes of the last two axes.

@@ -7,7 +7,7 @@ extension MILOpReaders {
         "reshape": { r in try r.reshape() },
         "transpose": { r in
             guard let perm = try r.intList("perm") else { throw r.bad("transpose without perm") }
-            r.node("Transpose", [try r.x()], [r.out()], ["perm": .ints(perm)])
+            r.node("Transpose", [try r.x()], [r.out()], ["perm": .ints(try perm.map { try r.axis($0, rank: perm.count) })])
         },
         "concat": { r in
             let values = try r.list("values")
