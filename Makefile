@@ -151,7 +151,7 @@ fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_R
 PROTOBUF_CHECKOUT := $(BUILD_DIR)/checkouts/swift-protobuf
 PROTOBUF_FUZZ_LIB := $(FUZZ_DIR)/swift-protobuf/libSwiftProtobuf.a
 MODEL_FUZZ_MODULES := ShrinkwrapIR ShrinkwrapIR/Ops ShrinkwrapIR/Passes ShrinkwrapRuntime ShrinkwrapRuntime/Kernels ONNXSchema CoreMLSchema FlatBuffers ZipArchive \
-  ShrinkwrapONNX ShrinkwrapCoreML ShrinkwrapTFLite
+  ShrinkwrapONNX ShrinkwrapCoreML ShrinkwrapCoreML/MIL ShrinkwrapTFLite
 MODEL_FUZZ_SOURCES := $(wildcard $(addsuffix /*.swift,$(addprefix Sources/,$(MODEL_FUZZ_MODULES))))
 $(PROTOBUF_FUZZ_LIB): Package.swift
 	$(SWIFT) package --scratch-path $(BUILD_DIR) resolve

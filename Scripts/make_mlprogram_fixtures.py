@@ -90,11 +90,11 @@ def npy(name, value):
 MANIFEST = {"models": [], "blobs": None}
 
 
-def record(name, model, inputs, outputs, tolerance="fp32", compressed=None, ops=None):
+def record(name, model, inputs, outputs, tolerance="fp32", compressed=None, ops=None, labels=None):
     entry = {"name": name, "file": save_model(model, name), "tolerance": tolerance,
              "inputs": {k: npy(f"{name}.in.{k}", v) for k, v in inputs.items()},
              "outputs": {k: npy(f"{name}.out.{k}", v) for k, v in outputs.items()},
-             "compressed": compressed or [], "ops": sorted(ops or [])}
+             "compressed": compressed or [], "ops": sorted(ops or []), "labels": labels or []}
     MANIFEST["models"].append(entry)
 
 
@@ -107,8 +107,8 @@ def program_ops(model):
 MLP = {"w1": rand(64, 32, scale=0.2), "b1": rand(64, scale=0.1), "w2": rand(16, 64, scale=0.2), "b2": rand(16, scale=0.1)}
 
 
-def mlp_program(target):
-    @mb.program(input_specs=[mb.TensorSpec(shape=(2, 32))], opset_version=target)
+def mlp_program(target, batch=2):
+    @mb.program(input_specs=[mb.TensorSpec(shape=(batch, 32))], opset_version=target)
     def prog(x):
         h = mb.linear(x=x, weight=mb.const(val=MLP["w1"], name="w1"), bias=mb.const(val=MLP["b1"], name="b1"), name="h")
         h = mb.relu(x=h, name="h_relu")
@@ -167,6 +167,11 @@ def make_mlp():
                                    "decoded": npy(f"mlp_{tag}_{suffix}.decoded.{value_name}", value)})
             name = f"mlp_{tag}_{suffix}"
             record(name, model, {"x": x}, {"probs": mlp_reference(x, weights)}, compressed=compressed, ops=program_ops(model))
+    # A classifier: coremltools appends a classify op; the labels go into the metadata.
+    labels = [f"class_{k}" for k in range(16)]
+    classifier = ct.convert(mlp_program(ct.target.iOS16, batch=1), convert_to="mlprogram", minimum_deployment_target=ct.target.iOS16,
+                            compute_precision=ct.precision.FLOAT32, classifier_config=ct.ClassifierConfig(labels))
+    record("mlp_classifier", classifier, {"x": x[:1]}, {"classLabel_probs": mlp_reference(x[:1], MLP)}, ops=program_ops(classifier), labels=labels)
     # A palettized table that is itself quantized (iOS 18 joint compression): the table decodes to floats.
     base = convert(mlp_program(ct.target.iOS18), ct.target.iOS18)
     pal = oc.palettize_weights(base, oc.OptimizationConfig(global_config=oc.OpPalettizerConfig(nbits=4, weight_threshold=100)))

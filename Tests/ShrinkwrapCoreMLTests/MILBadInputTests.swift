@@ -98,6 +98,15 @@ final class MILBadInputTests: XCTestCase {
         XCTAssertEqual(y?.floats, [2.5, -1])
     }
 
+    /// The fuzz harness's entry: blob files in memory, by the name the program uses.
+    func testBlobFilesInMemory() throws {
+        let g = try MILImporter.importProgram(Self.model(), file: "m.mlmodel", blobFiles: ["@model_path/weights/weight.bin": Self.weights()])
+        XCTAssertEqual(try Interpreter(graph: g).run(["x": Tensor([0, 0], shape: [2])])["y"]?.floats, [1.5, -2])
+        XCTAssertThrowsError(try MILImporter.importProgram(Self.model(), file: "m.mlmodel", blobFiles: [:])) { e in
+            XCTAssertTrue("\(e)".contains("m.mlmodel") && "\(e)".contains("no blob file"), "\(e)")
+        }
+    }
+
     func testMissingFiles() throws {
         error(try package { try FileManager.default.removeItem(at: $0.appendingPathComponent("Manifest.json")) }, mentions: ["Manifest.json"])
         error(try package { try FileManager.default.removeItem(at: $0.appendingPathComponent(Self.modelFile)) }, mentions: ["model.mlmodel"])
@@ -122,7 +131,8 @@ final class MILBadInputTests: XCTestCase {
         error(try package(model: Self.model { _, a in a.inputs["y"]?.arguments[0].name = "nope" }), mentions: ["model.mlmodel", "unknown value 'nope'"])
         error(try package(model: Self.model { c, _ in c.outputs[0].type.tensorType.dimensions[0].constant.size = 3 }),
               mentions: ["model.mlmodel", "declares [3]"])
-        error(try package(model: Self.model { _, a in a.type = "frobnicate" }), mentions: ["unsupported ops", "frobnicate"])
+        error(try package(model: Self.model { c, a in c.type = "mystery"; a.type = "frobnicate" }),
+              mentions: ["unsupported ops (2): frobnicate, mystery"])
         error(try package { dir in
             let url = dir.appendingPathComponent(Self.modelFile)
             let bytes = try Data(contentsOf: url)

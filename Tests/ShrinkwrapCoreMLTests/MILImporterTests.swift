@@ -18,6 +18,7 @@ final class MILImporterTests: XCTestCase {
         struct Model: Decodable {
             let name: String; let file: String; let tolerance: String
             let inputs: [String: String]; let outputs: [String: String]; let compressed: [Compressed]; let ops: [String]
+            let labels: [String]
         }
         let models: [Model]
     }
@@ -41,6 +42,8 @@ final class MILImporterTests: XCTestCase {
         for m in try Self.manifest().models {
             let g = try Models.load(Self.dir.appendingPathComponent(m.file).path)
             XCTAssertEqual(g.sourceFormat, "mlprogram")
+            XCTAssertEqual(g.metadata.labels, m.labels, m.name)
+            XCTAssertEqual(Set(g.outputs.map(\.name)), Set(m.outputs.keys), m.name)
             var inputs: [String: Tensor] = [:]
             for (name, file) in m.inputs {
                 var t = try NPY.read(Self.dir.appendingPathComponent(file))

@@ -52,10 +52,19 @@ public enum MILImporter {
     /// resolved next to `modelFile`; with `package` they must stay inside it.
     public static func importProgram(_ model: CoreML_Specification_Model, modelFile: URL, package: URL?) throws -> Graph {
         let file = modelFile.path
+        return try importProgram(model, file: file, blobs: MILBlobFiles(modelFile: modelFile, package: package, file: file))
+    }
+
+    /// Imports a parsed ML Program whose blob files are given in memory, by the names the program
+    /// uses ("@model_path/weights/weight.bin"); nothing is read from disk (the fuzz harness).
+    public static func importProgram(_ model: CoreML_Specification_Model, file: String, blobFiles: [String: [UInt8]]) throws -> Graph {
+        try importProgram(model, file: file, blobs: MILBlobFiles(memory: blobFiles, file: file))
+    }
+
+    static func importProgram(_ model: CoreML_Specification_Model, file: String, blobs: MILBlobFiles) throws -> Graph {
         guard case .mlProgram(let program)? = model.type else {
             throw ImportError.malformed(SourceLocation(file: file), reason: "the model is not an ML Program")
         }
-        let blobs = MILBlobFiles(modelFile: modelFile, package: package, file: file)
         var reader = MILReader(file: file, blobs: blobs)
         var graph = try reader.read(program, description: model.description_p)
         graph.sourceFormat = "mlprogram"
@@ -76,15 +85,27 @@ public enum MILImporter {
 
 /// The blob files a program names, each read once (one reader per file).
 final class MILBlobFiles {
-    let modelFile: URL, package: URL?, file: String
+    let modelFile: URL?, package: URL?, file: String
+    /// Blob files given in memory, by name (then nothing is read from disk).
+    let memory: [String: [UInt8]]?
     private var readers: [String: MILBlobReader] = [:]
     /// Blob files larger than this are refused.
     static let limit = 1 << 33
 
-    init(modelFile: URL, package: URL?, file: String) { self.modelFile = modelFile; self.package = package; self.file = file }
+    init(modelFile: URL, package: URL?, file: String) {
+        self.modelFile = modelFile; self.package = package; self.file = file; memory = nil
+    }
+
+    init(memory: [String: [UInt8]], file: String) { modelFile = nil; package = nil; self.file = file; self.memory = memory }
 
     func reader(_ name: String, describedBy loc: SourceLocation) throws -> MILBlobReader {
         if let r = readers[name] { return r }
+        guard let modelFile else {
+            guard let bytes = memory?[name] else { throw ImportError.badExternalData(loc, reason: "no blob file '\(name)' given") }
+            let r = try MILBlobReader(bytes: bytes, file: name)
+            readers[name] = r
+            return r
+        }
         let url = try MLPackage.blobFile(name, modelFile: modelFile, package: package, describedBy: loc)
         let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)??.intValue ?? 0
         guard size <= Self.limit else { throw ImportError.unreadable(file: url.path, reason: "\(size) bytes, more than the \(Self.limit)-byte limit") }
@@ -116,8 +137,6 @@ struct MILReader {
     /// The operation being read, and where it is.
     var op = MILOperation()
     var place = ""
-    /// The MIL type of every constant value, for constexpr readers that need the source type (int4 vs int8).
-    var milTypes: [String: MILDataType] = [:]
 
     init(file: String, blobs: MILBlobFiles) { self.file = file; self.blobs = blobs }
 

@@ -23,7 +23,8 @@ extension MILOpReaders {
         t["floor_div"] = { r in try r.floorDiv() }
         t["square"] = { r in let x = try r.x(); r.node("Mul", [x, x], [r.out()]) }
         // log(x + ε), 1 / sqrt(x + ε), 1 / (x + ε): ε defaults as coremltools documents them.
-        t["log"] = { r in r.node("Log", [try r.plusEpsilon(1e-45)], [r.out()]) }
+        // 1e-45 in float32 is the smallest subnormal.
+        t["log"] = { r in r.node("Log", [try r.plusEpsilon(Float.leastNonzeroMagnitude)], [r.out()]) }
         t["rsqrt"] = { r in
             let s = r.temp("sqrt")
             r.node("Sqrt", [try r.plusEpsilon(1e-12)], [s])

@@ -20,6 +20,7 @@ enum MILOpReaders {
     static let values: [String: MILOpReader] = [
         "const": { r in try r.readConst() },
         "identity": { r in r.node("Identity", [try r.x()], [r.out()]) },
+        "classify": { r in try r.classify() },
     ]
 }
 
@@ -94,7 +95,40 @@ extension MILReader {
         let l = try literal(v, place: place)
         if let s = types[out()]?.shape, s != l.shape { throw bad("the value has shape \(l.shape), the op declares \(s)") }
         literals[out()] = l
-        milTypes[out()] = l.type
+    }
+
+    /// classify (a classifier's last op): the labels go into the metadata, the probabilities
+    /// (output 1, a dictionary for Core ML) become a tensor output; the label (output 0) is derived.
+    mutating func classify() throws {
+        let probabilities = try x("probabilities")
+        guard let b = bindings("classes")?.first else { throw bad("no input 'classes'") }
+        var labels: [String] = []
+        let value: MILValue
+        switch b.binding {
+        case .value(let v)?: value = v
+        case .name(let n)?:
+            guard let l = literals[n] else { throw refuse("classes computed by the program ('\(n)')") }
+            labels = l.strings ?? (l.intValues ?? []).map(String.init)
+            value = MILValue()
+        case nil: throw bad("input 'classes' binds nothing")
+        }
+        if case .immediateValue(let i)? = value.value {
+            switch i.value {
+            case .list(let list)?:
+                for item in list.values {
+                    let t = item.immediateValue.tensor
+                    if case .strings(let s)? = t.value { labels += s.values } else if case .longInts(let v)? = t.value { labels += v.values.map(String.init) }
+                    else if case .ints(let v)? = t.value { labels += v.values.map(String.init) }
+                }
+            case .tensor(let t)?:
+                if case .strings(let s)? = t.value { labels = s.values } else if case .longInts(let v)? = t.value { labels = v.values.map(String.init) }
+            default: break
+            }
+        }
+        guard !labels.isEmpty, op.outputs.count == 2 else { throw bad("a classify without labels or without its two outputs") }
+        graph.metadata.labels = labels
+        node("Identity", [probabilities], [out(1)])
+        types[out(1)] = (.float32, shape(probabilities))
     }
 
     /// Output `i` cast to int32 when an IR op gives int64 where MIL declares int32.
