@@ -90,11 +90,11 @@ def npy(name, value):
 MANIFEST = {"models": [], "blobs": None}
 
 
-def record(name, model, inputs, outputs, tolerance="fp32", compressed=None, ops=None, labels=None):
+def record(name, model, inputs, outputs, tolerance="fp32", compressed=None, ops=None, labels=None, image=None):
     entry = {"name": name, "file": save_model(model, name), "tolerance": tolerance,
              "inputs": {k: npy(f"{name}.in.{k}", v) for k, v in inputs.items()},
              "outputs": {k: npy(f"{name}.out.{k}", v) for k, v in outputs.items()},
-             "compressed": compressed or [], "ops": sorted(ops or []), "labels": labels or []}
+             "compressed": compressed or [], "ops": sorted(ops or []), "labels": labels or [], "image": image}
     MANIFEST["models"].append(entry)
 
 

@@ -157,6 +157,21 @@ def make_transformer(record, program_ops, convert, rand):
     outs = {"out": gelu.astype(np.float32), "ln_all": ref.layer_norm(o, [1, 2], None, None, 1e-5)}
     model = convert(build(T17), T17)
     record("transformer", model, {"x": x}, outs, ops=program_ops(model))
+    # iOS 18's fused attention, with a bool (causal) mask and a float mask.
+    causal = np.tril(np.ones((6, 6), bool))
+    bias = rand(6, 6, scale=0.5)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 2, 6, 8)) for _ in range(3)], opset_version=T18)
+    def sdpa(q, k, v):
+        return (mb.scaled_dot_product_attention(query=q, key=k, value=v, attn_mask=causal, name="causal"),
+                mb.scaled_dot_product_attention(query=q, key=k, value=v, attn_mask=bias, name="biased"),
+                mb.scaled_dot_product_attention(query=q, key=k, value=v, name="plain"))
+    qkv = {n: rand(1, 2, 6, 8) for n in ["q", "k", "v"]}
+    logits = qkv["q"] @ qkv["k"].transpose(0, 1, 3, 2) / np.sqrt(8)
+    attend = lambda m: ref.softmax(logits + m, -1) @ qkv["v"]  # noqa: E731
+    model = convert(sdpa, T18)
+    record("attention", model, qkv, {"causal": attend(np.where(causal, 0, -np.inf)), "biased": attend(bias), "plain": attend(0)},
+           ops=program_ops(model))
     record("transformer_fp16", convert(build(T18), T18, fp16=True), {"x": x}, outs, tolerance="fp16")
 
 
@@ -244,8 +259,21 @@ def make_spatial(record, program_ops, convert, rand):
     record("spatial", model, {"x": x, "x1": x1, "x3": x3}, {k: np.asarray(o, np.float32) for k, o in outs.items()}, ops=program_ops(model))
 
 
+def make_image_input(record, program_ops, convert, rand):
+    """A BGR image input: coremltools puts the scale and per-channel bias into the program; the input is raw pixels."""
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 3, 4, 4))], opset_version=T16)
+    def prog(x):
+        return mb.reduce_mean(x=x, axes=[2, 3], name="y")
+    bias = [-0.5, -0.25, 0.0]
+    model = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=T16,
+                       inputs=[ct.ImageType(name="x", shape=(1, 3, 4, 4), scale=1 / 255.0, bias=bias, color_layout=ct.colorlayout.BGR)])
+    x = np.floor(np.abs(rand(1, 3, 4, 4)) * 80).astype(np.float32)
+    y = (x * np.float32(1 / 255.0) + np.array(bias, np.float32).reshape(1, 3, 1, 1)).mean(axis=(2, 3))
+    record("image_input", model, {"x": x}, {"y": y}, ops=program_ops(model), image="BGR")
+
+
 def make_all(record, program_ops, convert, rand):
-    for make in [make_elementwise, make_shapes, make_transformer, make_recurrent, make_spatial]:
+    for make in [make_elementwise, make_shapes, make_transformer, make_recurrent, make_spatial, make_image_input]:
         make(record, program_ops, convert, rand)
 
 

@@ -19,6 +19,8 @@ final class MILImporterTests: XCTestCase {
             let name: String; let file: String; let tolerance: String
             let inputs: [String: String]; let outputs: [String: String]; let compressed: [Compressed]; let ops: [String]
             let labels: [String]
+            /// The color layout of the image input "x", if the model has one.
+            let image: String?
         }
         let models: [Model]
     }
@@ -43,6 +45,7 @@ final class MILImporterTests: XCTestCase {
             let g = try Models.load(Self.dir.appendingPathComponent(m.file).path)
             XCTAssertEqual(g.sourceFormat, "mlprogram")
             XCTAssertEqual(g.metadata.labels, m.labels, m.name)
+            XCTAssertEqual(g.metadata.imageInputs, m.image.flatMap(ColorLayout.init(rawValue:)).map { [ImageInput(name: "x", color: $0)] } ?? [], m.name)
             XCTAssertEqual(Set(g.outputs.map(\.name)), Set(m.outputs.keys), m.name)
             var inputs: [String: Tensor] = [:]
             for (name, file) in m.inputs {

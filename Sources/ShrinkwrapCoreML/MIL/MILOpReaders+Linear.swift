@@ -5,6 +5,7 @@ extension MILOpReaders {
     static let linear: [String: MILOpReader] = [
         "linear": { r in try r.linearLayer() },
         "matmul": { r in try r.matmul() },
+        "scaled_dot_product_attention": { r in try r.attention() },
     ]
 
     static let normalization: [String: MILOpReader] = [
@@ -56,6 +57,28 @@ extension MILReader {
         if try bool("transpose_x", false) { x = try swappedLastAxes(x) }
         if try bool("transpose_y", false) { y = try swappedLastAxes(y) }
         node("MatMul", [x, y], [out()])
+    }
+
+    /// scaled_dot_product_attention (iOS 18): softmax(Q·Kᵀ / √d + mask)·V; a bool mask adds −∞ where false.
+    mutating func attention() throws {
+        let q = try x("query"), k = try x("key"), v = try x("value")
+        guard let d = shape(q)?.last, d > 0 else { throw refuse("query without a fixed last dimension") }
+        let kt = try swappedLastAxes(k)
+        let product = temp("scores"), scaled = temp("scaled"), weights = temp("weights")
+        node("MatMul", [q, kt], [product])
+        node("Mul", [product, scalar(1 / Float(d).squareRoot(), "\(out())_scale")], [scaled])
+        var logits = scaled
+        if let mask = try opt("attn_mask") {
+            var additive = mask
+            if types[mask]?.dtype == .bool || graph.constant(named: mask)?.encoding.dtype == .bool {
+                additive = temp("mask")
+                node("Where", [mask, scalar(0, "\(out())_zero"), scalar(-.infinity, "\(out())_minus_inf")], [additive])
+            }
+            logits = temp("masked")
+            node("Add", [scaled, additive], [logits])
+        }
+        node("Softmax", [logits], [weights], ["axis": .int(-1)])
+        node("MatMul", [weights, v], [out()])
     }
 
     /// A [count] constant of `value` named after the current op.
