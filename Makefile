@@ -151,7 +151,7 @@ fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_R
 PROTOBUF_CHECKOUT := $(BUILD_DIR)/checkouts/swift-protobuf
 PROTOBUF_FUZZ_LIB := $(FUZZ_DIR)/swift-protobuf/libSwiftProtobuf.a
 MODEL_FUZZ_MODULES := ShrinkwrapIR ShrinkwrapIR/Ops ShrinkwrapIR/Passes ShrinkwrapRuntime ShrinkwrapRuntime/Kernels ONNXSchema CoreMLSchema FlatBuffers ZipArchive \
-  ShrinkwrapONNX ShrinkwrapCoreML ShrinkwrapTFLite
+  ShrinkwrapONNX ShrinkwrapCoreML ShrinkwrapCoreML/MIL ShrinkwrapTFLite
 MODEL_FUZZ_SOURCES := $(wildcard $(addsuffix /*.swift,$(addprefix Sources/,$(MODEL_FUZZ_MODULES))))
 $(PROTOBUF_FUZZ_LIB): Package.swift
 	$(SWIFT) package --scratch-path $(BUILD_DIR) resolve
@@ -186,13 +186,18 @@ KERAS_STAMP := $(TESTDATA)/keras/manifest.json
 KERAS_MLPROGRAM_STAMP := $(TESTDATA)/keras-mlprogram/manifest.json
 TFLITE_STAMP := $(TESTDATA)/tflite/manifest.json
 TFLITE_META_STAMP := $(TESTDATA)/tflite-metadata/fixtures.json
+MLPROGRAM_STAMP := $(TESTDATA)/mlprogram/manifest.json
 
-testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) $(KERAS_MLPROGRAM_STAMP) $(TFLITE_STAMP) $(TFLITE_META_STAMP) ## generate the ONNX node suite, model suites, Keras → Core ML (NeuralNetwork and ML Program) and TensorFlow Lite fixtures (incl. tflite-support metadata, an ML Kit bundle) into .testdata/
+testdata: $(TESTDATA_STAMP) $(KERAS_STAMP) $(KERAS_MLPROGRAM_STAMP) $(TFLITE_STAMP) $(TFLITE_META_STAMP) $(MLPROGRAM_STAMP) ## generate the ONNX node suite, model suites, Keras → Core ML (NeuralNetwork and ML Program), TensorFlow Lite (incl. tflite-support metadata, an ML Kit bundle) and Core ML ML Program fixtures into .testdata/
 $(TESTDATA_STAMP): Scripts/gen_onnx_node_tests.py Scripts/materialize_light.py Scripts/packing_vectors.py $(VENV)/.stamp
 	$(PY) Scripts/gen_onnx_node_tests.py $(TESTDATA)/onnx-node 2>/dev/null
 	$(PY) Scripts/materialize_light.py $(TESTDATA)/models >/dev/null
 	$(PY) Scripts/packing_vectors.py $(TESTDATA)/packing-vectors.json
 	touch $@
+$(MLPROGRAM_STAMP): Scripts/make_mlprogram_fixtures.py Scripts/mlprogram_fixture_families.py Scripts/mlprogram_reference.py $(VENV)/.stamp
+	rm -rf $(TESTDATA)/mlprogram
+	$(PY) Scripts/make_mlprogram_fixtures.py $(TESTDATA)/mlprogram >/dev/null 2>&1 || \
+	  { $(PY) Scripts/make_mlprogram_fixtures.py $(TESTDATA)/mlprogram; exit 1; }
 $(KERAS_STAMP): Scripts/make_keras_coreml.py $(VENV_TF)/.stamp
 	rm -rf $(TESTDATA)/keras
 	$(VENV_TF)/bin/python Scripts/make_keras_coreml.py $(TESTDATA)/keras >/dev/null 2>&1 || \

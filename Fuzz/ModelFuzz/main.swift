@@ -1,6 +1,8 @@
 // libFuzzer target for whole models: every input is offered to the ONNX
-// importer (Sources/ShrinkwrapONNX) and the Core ML importer
-// (Sources/ShrinkwrapCoreML), and what imports goes through what the tool does
+// importer (Sources/ShrinkwrapONNX), the Core ML importer
+// (Sources/ShrinkwrapCoreML) and, split at its last "MILBLOB:" marker into a
+// Model message and its weight.bin, the ML Program importer
+// (Sources/ShrinkwrapCoreML/MIL); what imports goes through what the tool does
 // with a graph — constant decoding, the interpreter (Sources/ShrinkwrapRuntime),
 // export preparation and all three exporters (ONNX, Core ML, TFLite), with the
 // ONNX and TFLite files written imported again.
@@ -24,7 +26,19 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = data.map { Data(bytes: $0, count: size) } ?? Data()
     if let graph = try? ONNXImporter.importModel(data: bytes, file: "fuzz.onnx") { exercise(graph) }
     if let graph = try? CoreMLImporter.importModel(data: bytes, file: "fuzz.mlmodel") { exercise(graph) }
+    if let graph = importMLProgram(bytes) { exercise(graph) }
     return 0
+}
+
+/// An ML Program with its weights: the input is the Model message, the marker "MILBLOB:", then the
+/// bytes of weight.bin (the last marker splits). The program's blob file is that part, in memory.
+let milBlobMarker = Data("MILBLOB:".utf8)
+
+private func importMLProgram(_ bytes: Data) -> Graph? {
+    guard let marker = bytes.range(of: milBlobMarker, options: .backwards),
+          let model = try? MILImporter.parse(bytes[bytes.startIndex..<marker.lowerBound], file: "fuzz.mlmodel") else { return nil }
+    let weights = [UInt8](bytes[marker.upperBound...])
+    return try? MILImporter.importProgram(model, file: "fuzz.mlmodel", blobFiles: [MLPackage.modelPathPrefix + "weights/weight.bin": weights])
 }
 
 /// Results of at most 2^22 elements (16 MiB of float32) instead of the CLI's 2^31: a mutant that

@@ -1,5 +1,6 @@
 import Foundation
 import ShrinkwrapIR
+import ShrinkwrapCoreML
 import ShrinkwrapTFLite
 
 /// ML Kit / AutoML Vision Edge model bundles: a folder holding the model,
@@ -31,16 +32,14 @@ enum ModelBundle {
 
     static func load(folder path: String) throws -> Graph {
         let dir = URL(fileURLWithPath: path)
+        // A Core ML package (X.mlpackage: Manifest.json and Data/): the ML Program importer.
+        if dir.pathExtension.lowercased() == "mlpackage" || MLPackage.isPackage(dir),
+           let format = ModelFormats.all.first(where: { $0.extensions.contains("mlpackage") }) {
+            return try format.importer(dir)
+        }
         let manifest = dir.appendingPathComponent(manifestName)
         if FileManager.default.fileExists(atPath: manifest.path) {
             return try load(manifest: manifest.path)
-        }
-        // A Core ML ML Program package: Manifest.json (capital M) and Data/com.apple.CoreML/.
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: dir.appendingPathComponent("Manifest.json").path),
-           FileManager.default.fileExists(atPath: dir.appendingPathComponent("Data/com.apple.CoreML").path, isDirectory: &isFolder), isFolder.boolValue {
-            throw ImportError.unsupported(SourceLocation(file: path, place: ""),
-                                          what: "Core ML ML Program package (.mlpackage): not read yet; NeuralNetwork .mlmodel files are")
         }
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {

@@ -39,6 +39,10 @@ public enum CoreMLImporter {
         } catch {
             throw ImportError.malformed(SourceLocation(file: file), reason: "not a Core ML protobuf (\(error))")
         }
+        if case .mlProgram? = model.type {
+            // An ML Program: its blob files are named relative to the model file's folder.
+            return try MILImporter.importProgram(model, modelFile: URL(fileURLWithPath: file), package: nil)
+        }
         guard model.hasDescription_p else {
             throw ImportError.malformed(SourceLocation(file: file), reason: "no model description (is this an .mlmodel?)")
         }

@@ -33,12 +33,13 @@ final class MILSchemaTests: XCTestCase {
         return try XCTUnwrap(main.blockSpecializations[main.opset])
     }
 
-    /// The importer parses the program but does not translate ML Programs yet: it says so.
-    func testImportNamesTheMLProgram() throws {
-        let (_, bytes) = try loadModel()
-        XCTAssertThrowsError(try CoreMLImporter.importModel(data: bytes, file: "model.mlmodel")) { e in
-            XCTAssertTrue("\(e)".contains("ML Program (MIL): not read yet"), "\(e)")
-        }
+    /// The model file alone goes to the ML Program importer (its weights resolved beside it).
+    func testImportReadsTheMLProgram() throws {
+        _ = try loadModel()
+        let g = try CoreMLImporter.importModel(at: Self.modelURL)
+        XCTAssertEqual(g.sourceFormat, "mlprogram")
+        XCTAssertEqual(g.outputs.map(\.name), ["Identity", "Identity_1", "Identity_2"])
+        XCTAssertTrue(g.sourceVersion.hasPrefix("ML Program, opset CoreML5 (iOS 15)"), g.sourceVersion)
     }
 
     func testProgramStructure() throws {

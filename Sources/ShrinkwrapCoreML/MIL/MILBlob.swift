@@ -102,7 +102,10 @@ public struct MILBlobReader: Sendable {
         }
         let code = Self.u32(bytes, o + 4)
         guard let type = MILBlobDataType(rawValue: code) else { throw bad(o + 4, "unknown blob data type \(code)") }
-        let size = Self.u64(bytes, o + 8), dataOffset = Self.u64(bytes, o + 16), padding = Self.u64(bytes, o + 24)
+        let size = Self.u64(bytes, o + 8), dataOffset = Self.u64(bytes, o + 16)
+        // The padding field was reserved before sub-byte types existed: writers before coremltools 8
+        // left it uninitialized (basic-pitch's file has garbage there), so whole-byte types ignore it.
+        let padding = type.bits < 8 ? Self.u64(bytes, o + 24) : 0
         guard dataOffset <= UInt64(bytes.count), size <= UInt64(bytes.count) - dataOffset else {
             throw bad(o + 8, "blob data of \(size) bytes at offset \(dataOffset) runs past the end of the \(bytes.count)-byte file")
         }

@@ -2,10 +2,7 @@ import CoreMLSchema
 import Foundation
 import ShrinkwrapIR
 
-typealias MILOperation = CoreML_Specification_MILSpec_Operation
-typealias MILValue = CoreML_Specification_MILSpec_Value
 typealias MILValueType = CoreML_Specification_MILSpec_ValueType
-typealias MILDataType = CoreML_Specification_MILSpec_DataType
 
 /// A value's MIL type: element type and static shape (rank 0 = scalar).
 struct MILTensorType: Equatable {
