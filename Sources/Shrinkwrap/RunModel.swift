@@ -45,7 +45,9 @@ public enum ModelRunner {
                 t = try InputData.convert(ImageData.tensor(fromFile: URL(fileURLWithPath: path), display: path, for: info, graph: graph,
                                                            options: options.image), to: info, file: path)
             } else {
-                t = try NPY.read(URL(fileURLWithPath: path))
+                let read = try NPY.read(URL(fileURLWithPath: path))
+                // float16 values for a float32 input widen exactly; other dtypes must match.
+                t = [.float16, .bfloat16].contains(read.dtype) && info.dtype == .float32 ? try InputData.convert(read, to: info, file: path) : read
             }
             do { try Interpreter.check(t, against: info) } catch let e as KernelError {
                 throw RunError(description: "\(path): \(e.description)")

@@ -45,7 +45,8 @@ extension InputData {
         guard let want = info.dtype, want != t.dtype else { return t }
         var out = t
         switch (t.dtype, want) {
-        case (.float64, .float32), (.int32, .int64):
+        case (.float64, .float32), (.int32, .int64), (.float16, .float32), (.bfloat16, .float32):
+            // float16 / bfloat16 widen exactly (a Core ML model declaring a float16 input runs in float32 here).
             out.dtype = want
         case (.int64, .int32):
             if let a = t.ints, let bad = a.firstIndex(where: { $0 < Int64(Int32.min) || $0 > Int64(Int32.max) }) {

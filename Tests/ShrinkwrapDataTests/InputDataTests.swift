@@ -117,6 +117,10 @@ final class InputDataTests: XCTestCase {
         XCTAssertTrue(wrong.contains("f.npy: dtype float32 does not match input 't' (int32)"), wrong)
         let f16 = errorText { _ = try InputData.load([path("f.npy")], graph: graph(ValueInfo(name: "h", dtype: .float16, shape: [.fixed(2)]))) }
         XCTAssertTrue(f16.contains("dtype float32 does not match input 'h' (float16)"), f16)
+        // float16 values widen exactly to a float32 input.
+        try save(Tensor([0.5, -2], shape: [2], dtype: .float16), "h.npy")
+        let widened = try InputData.load([path("h.npy")], graph: graph(ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2)]))).samples[0]["x"]
+        XCTAssertEqual(widened, Tensor([0.5, -2], shape: [2]))
     }
 
     // .npz.
