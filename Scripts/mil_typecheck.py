@@ -32,7 +32,7 @@ def declared_types(spec):
 
 
 DTYPES = {"fp32": "FLOAT32", "fp16": "FLOAT16", "int32": "INT32", "bool": "BOOL", "int8": "INT8", "uint8": "UINT8",
-          "str": "STRING", "uint32": "UINT32", "int4": "INT4", "uint4": "UINT4", "uint1": "UINT1", "uint2": "UINT2",
+          "str": "STRING", "string": "STRING", "uint32": "UINT32", "int4": "INT4", "uint4": "UINT4", "uint1": "UINT1", "uint2": "UINT2",
           "uint3": "UINT3", "uint6": "UINT6", "int16": "INT16", "uint16": "UINT16"}
 
 
