@@ -187,7 +187,7 @@ final class MILExporterOpsTests: XCTestCase {
     func gruGraph(linearBeforeReset: Int, recurrentBias: Float = 0, direction: String = "forward") -> Graph {
         let dirs = direction == "bidirectional" ? 2 : 1
         // ONNX gates z, r, h; B = [Wb_z, Wb_r, Wb_h, Rb_z, Rb_r, Rb_h].
-        let b = (0..<dirs).flatMap { _ in [1, 2, 3, 10, 20, recurrentBias] }
+        let b: [Float] = (0..<dirs).flatMap { _ -> [Float] in [1, 2, 3, 10, 20, recurrentBias] }
         return graph([("x", [2, 1, 1], .float32)],
                      [Node(name: "g", opType: "GRU", inputs: ["x", "W", "R", "B"], outputs: ["y", "yh"],
                            attributes: ["linear_before_reset": .int(linearBeforeReset), "direction": .string(direction)])],
