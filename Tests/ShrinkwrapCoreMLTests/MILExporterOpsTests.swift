@@ -245,4 +245,24 @@ final class MILExporterOpsTests: XCTestCase {
                       [Node(name: "m", opType: "Mod", inputs: ["a", "b"], outputs: ["y"], attributes: ["fmod": .int(1)])], outputs: ["y"])
         XCTAssertTrue(refusal(g).contains("fmod = 1"))
     }
+
+    func testConvTransposeOutputPaddingIsACropOfTheUnpaddedResult() throws {
+        var w = [Float](repeating: 0.5, count: 4 * 3 * 3 * 3)
+        w[0] = 1
+        let g = graph([("x", [1, 4, 5, 5], .float32)],
+                      [Node(name: "d", opType: "ConvTranspose", inputs: ["x", "w"], outputs: ["y"],
+                            attributes: ["strides": .ints([2, 2]), "pads": .ints([1, 1, 1, 1]), "output_padding": .ints([1, 0])])],
+                      outputs: ["y"], constants: [floats("w", w, [4, 3, 3, 3])])
+        let p = try export(g)
+        let deconv = try XCTUnwrap(p.ops("conv_transpose").first)
+        XCTAssertEqual(p.ints(deconv, "pad"), [0, 0, 0, 0])
+        XCTAssertEqual(deconv.outputs.first?.type.tensorType.dimensions.map(\.constant.size), [1, 3, 11, 11])
+        // Rows 1 ..< 11 (end pad 1 − output_padding 1), columns 1 ..< 10.
+        let crop = try XCTUnwrap(p.ops("slice_by_index").first)
+        XCTAssertEqual(p.ints(crop, "begin"), [0, 0, 1, 1])
+        XCTAssertEqual(p.ints(crop, "end"), [1, 3, 11, 10])
+        var beyond = g
+        beyond.nodes[0].attributes["pads"] = .ints([1, 1, 0, 1])
+        XCTAssertTrue(refusal(beyond).contains("beyond the end pad"))
+    }
 }
