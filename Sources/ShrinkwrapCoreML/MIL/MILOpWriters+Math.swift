@@ -234,4 +234,27 @@ extension MILOpWriters {
         let scaled = try step(&w, n, "mul", [("x", .value(back)), ("y", .value(s))], "scaled")
         try w.emit(n, "add", [("x", .value(scaled)), ("y", .value(b))])
     }
+
+    /// MeanVarianceNormalization: (x − mean) / (√var + 1e-9) over the axes
+    /// (the epsilon after the root, as ONNX's function body and the interpreter have it).
+    static let meanVarianceNormalization: Writer = { w, n in
+        let x = try input(n, 0)
+        let rank = try w.shape(x).count
+        let listed = try (n.ints("axes") ?? [0, 2, 3]).map { try normalize($0, rank: rank) }
+        let axes = listed.isEmpty ? Array(0..<rank) : listed
+        guard Set(axes).count == axes.count else { throw MILWriterError("axes \(axes) repeat") }
+        let xv = try w.value(x)
+        var reduced = try w.computeType(n.outputs[0])
+        for a in axes { reduced.shape[a] = 1 }
+        let axesValue = w.ints(n, "axes", axes), keep = w.bool(n, "keep_dims", true)
+        let mean = w.builder.op1("reduce_mean", [("x", .value(xv)), ("axes", .value(axesValue)), ("keep_dims", .value(keep))],
+                                 output: w.builder.fresh(n.outputs[0] + "_mean"), reduced)
+        let d = try step(&w, n, "sub", [("x", .value(xv)), ("y", .value(mean))], "centered")
+        let sq = try step(&w, n, "mul", [("x", .value(d)), ("y", .value(d))], "squared")
+        let variance = w.builder.op1("reduce_mean", [("x", .value(sq)), ("axes", .value(axesValue)), ("keep_dims", .value(keep))],
+                                     output: w.builder.fresh(n.outputs[0] + "_variance"), reduced)
+        let sd = w.builder.op1("sqrt", [("x", .value(variance))], output: w.builder.fresh(n.outputs[0] + "_std"), reduced)
+        let den = w.builder.op1("add", [("x", .value(sd)), ("y", .value(w.float(n, "epsilon", 1e-9)))], output: w.builder.fresh(n.outputs[0] + "_den"), reduced)
+        try w.emit(n, "real_div", [("x", .value(d)), ("y", .value(den))])
+    }
 }

@@ -16,7 +16,7 @@ enum MILOpWriters {
             "Softmax": softmax, "LogSoftmax": softmax,
             "Clip": clip, "PRelu": prelu,
             "Identity": identity, "Dropout": identity,
-            "Cast": castOp,
+            "Cast": castOp, "CastLike": castOp,
             "Reshape": reshape, "Flatten": reshape, "Squeeze": reshape, "Unsqueeze": reshape,
             "Transpose": transpose, "Concat": concat, "Split": split, "Slice": slice,
             "Pad": pad, "Gather": gather, "Where": whereOp, "Tile": tile, "Expand": expand,
@@ -31,6 +31,7 @@ enum MILOpWriters {
             "Mod": mod, "Mish": composedActivation, "Swish": composedActivation, "Celu": composedActivation, "Shrink": shrink,
             "IsNaN": isNaNOrInf, "IsInf": isNaNOrInf, "Mean": mean, "Hardmax": hardmax,
             "LpNormalization": lpNormalization, "GlobalLpPool": globalLpPool, "GroupNormalization": groupNorm,
+            "MeanVarianceNormalization": meanVarianceNormalization,
         ]
         for op in unaryOps.keys { t[op] = unary }
         for op in activationOps.keys { t[op] = activation }
