@@ -10,5 +10,7 @@ enum MILLowering {
         .padOnTrailingAxes(2, modes: ["reflect", "edge"]),
         // MIL's clip takes its bounds as constants.
         .clipRuntimeBoundsAsMinMax,
+        // MIL's nearest upsampling scales by whole factors: other nearest resizes gather their source rows.
+        .resizeNearestAsGather,
     ])
 }

@@ -41,6 +41,10 @@ extension MILOpWriters {
         args.append(("strides", .value(w.ints(n, "strides", try spatialInts(n, "strides", spatial: spatial, default: 1)))))
         args.append(("dilations", .value(w.ints(n, "dilations", try spatialInts(n, "dilations", spatial: spatial, default: 1)))))
         args.append(("groups", .value(w.int(n, "groups", groups))))
+        if deconv, (n.ints("output_padding") ?? []).contains(where: { $0 != 0 }), n.ints("output_shape") == nil {
+            try convTransposeCropped(&w, n, args, spatial: spatial)
+            return
+        }
         args += try padding(&w, n, spatial: spatial)
         if deconv {
             let outputPadding = n.ints("output_padding") ?? []

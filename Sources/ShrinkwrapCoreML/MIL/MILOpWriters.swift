@@ -16,18 +16,28 @@ enum MILOpWriters {
             "Softmax": softmax, "LogSoftmax": softmax,
             "Clip": clip, "PRelu": prelu,
             "Identity": identity, "Dropout": identity,
-            "Cast": castOp,
+            "Cast": castOp, "CastLike": castOp,
             "Reshape": reshape, "Flatten": reshape, "Squeeze": reshape, "Unsqueeze": reshape,
             "Transpose": transpose, "Concat": concat, "Split": split, "Slice": slice,
             "Pad": pad, "Gather": gather, "Where": whereOp, "Tile": tile, "Expand": expand,
             "ArgMax": argReduce, "ArgMin": argReduce,
             "DepthToSpace": depthToSpace, "SpaceToDepth": depthToSpace,
             "Neg": negOrReciprocal, "Reciprocal": negOrReciprocal,
+            "Resize": resize,
+            "LSTM": recurrent, "GRU": recurrent, "RNN": recurrent,
+            "GatherElements": gatherElements, "GatherND": gatherND, "ScatterND": scatterND, "ScatterElements": scatterElements,
+            "OneHot": oneHot, "CumSum": cumSum, "TopK": topK, "Trilu": trilu,
+            "Shape": shapeOf, "Size": shapeOf, "ConstantOfShape": constantOfShape, "Range": range, "EyeLike": eyeLike,
+            "Mod": mod, "Mish": composedActivation, "Swish": composedActivation, "Celu": composedActivation, "Shrink": shrink,
+            "IsNaN": isNaNOrInf, "IsInf": isNaNOrInf, "Mean": mean, "Hardmax": hardmax,
+            "LpNormalization": lpNormalization, "GlobalLpPool": globalLpPool, "GroupNormalization": groupNorm,
+            "MeanVarianceNormalization": meanVarianceNormalization,
         ]
         for op in unaryOps.keys { t[op] = unary }
         for op in activationOps.keys { t[op] = activation }
         for op in binaryOps.keys { t[op] = binary }
         for op in reduceOps.keys { t[op] = reduce }
+        t["Equal"] = equal  // booleans too
         return t
     }()
 
