@@ -16,6 +16,9 @@ import SwiftProtobuf
 /// listed with the target that would hold it.
 public enum MILExporter {
     public static let format = "Core ML ML Program"
+    /// User-defined metadata with the source's names of the inputs and outputs MIL renamed
+    /// (JSON {"MIL name": "original name"}); the importer restores them.
+    public static let originalNamesKey = "com.github.shrinkwrap.original-names"
 
     /// The deployment targets, with the specification version and the MIL
     /// opset each one means.
@@ -124,6 +127,8 @@ struct MILWriter {
     var inputs: [CoreML_Specification_MILSpec_NamedValueType] = []
     /// Block outputs (MIL names) in graph output order.
     var outputs: [String] = []
+    /// Graph outputs → the MIL names reserved for them, until an op takes the name.
+    var reservedOutputs: [String: String] = [:]
     /// The classifier's outputs, when the program ends in `classify`.
     var classifier: (label: String, probs: String)?
 
@@ -141,6 +146,11 @@ struct MILWriter {
 
     mutating func program() throws -> CoreML_Specification_MILSpec_Program {
         try writeInputs()
+        // Output names are kept for the ops that produce the outputs (or their final cast / identity).
+        for o in graph.outputs where !names.keys.contains(o.name) {
+            let want = MILProgramBuilder.sanitized(o.name)
+            if builder.reserve(want) { reservedOutputs[o.name] = want }
+        }
         var unsupported: [String] = []
         // Values a failed node should have made: nodes reading them are not reported again.
         var missing = Set<String>()
@@ -204,14 +214,22 @@ struct MILWriter {
         }
         for o in graph.outputs {
             var v = try value(o.name)
-            let want = MILProgramBuilder.sanitized(o.name)
-            if builder.types[v]?.dataType == .float16 { v = cast(v, to: .float32, base: want + "_to_fp32") }
-            // An output must be an op's output under the name the description gives it.
-            if v != want || graph.isConstant(o.name) || inputs.contains(where: { $0.name == v }) {
-                let t = try type(of: v)
-                let name = builder.fresh(want)
-                builder.op1("identity", [("x", .value(v))], output: name, t)
-                v = name
+            let isFloat16 = builder.types[v]?.dataType == .float16
+            // The op computing the output took its name (define): nothing to add.
+            if v == MILProgramBuilder.sanitized(o.name), !isFloat16, !graph.isConstant(o.name), !inputs.contains(where: { $0.name == v }),
+               !outputs.contains(v) {
+                outputs.append(v)
+                continue
+            }
+            // Otherwise an op named as the description says: the reserved name when no op took it
+            // (a float16 value cast back, a constant, an input).
+            let final = reservedOutputs.removeValue(forKey: o.name) ?? builder.fresh(MILProgramBuilder.sanitized(o.name))
+            if isFloat16 {
+                let dtype = builder.string(final + "_dtype", "fp32")
+                v = builder.op1("cast", [("x", .value(v)), ("dtype", .value(dtype))], output: final,
+                                MILTensorType(dataType: .float32, shape: builder.types[v]?.shape ?? []))
+            } else {
+                v = builder.op1("identity", [("x", .value(v))], output: final, try type(of: v))
             }
             outputs.append(v)
         }
@@ -275,6 +293,12 @@ struct MILWriter {
 
     /// Defines the MIL name of an IR output (fresh, derived from it).
     mutating func define(_ irName: String) -> String {
+        // A graph output computed in its declared type is written under its own (reserved) name.
+        if let n = reservedOutputs[irName], (try? computeType(irName).dataType) != .float16 {
+            reservedOutputs[irName] = nil
+            names[irName] = n
+            return n
+        }
         let n = builder.fresh(irName)
         names[irName] = n
         return n

@@ -1,4 +1,5 @@
 import CoreMLSchema
+import Foundation
 import ShrinkwrapIR
 
 /// The Model message's description of an ML Program: inputs (multiarrays,
@@ -88,6 +89,17 @@ extension MILWriter {
             }
         }
         d.metadata = CoreMLExporter.metadata(graph.metadata)
+        // Names MIL could not keep (it takes [A-Za-z_][A-Za-z0-9_]*), so that reading the package back
+        // gives the source's names: JSON {"MIL name": "original name"}.
+        var renamed: [String: String] = [:]
+        for (i, declared) in zip(graph.runtimeInputs, inputs) where i.name != declared.name { renamed[declared.name] = i.name }
+        if classifier == nil {
+            for (o, name) in zip(graph.outputs, outputs) where o.name != name { renamed[name] = o.name }
+        }
+        if !renamed.isEmpty, let json = try? JSONSerialization.data(withJSONObject: renamed, options: [.sortedKeys]),
+           let text = String(data: json, encoding: .utf8) {
+            d.metadata.userDefined[MILExporter.originalNamesKey] = text
+        }
         return d
     }
 
