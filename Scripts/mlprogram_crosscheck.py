@@ -100,11 +100,29 @@ def iter_ops(block):
 
 
 def const_values(program):
+    """name -> value of every const; an fp16 const read through a cast (our float16 weights: const X_fp16,
+    cast -> X) also under the cast's name, widened (exactly) to float32."""
     out = {}
     for op in iter_ops(program.functions["main"]):
         if op.op_type == "const" and op.outputs[0].val is not None:
             out[op.outputs[0].name] = op.outputs[0].val
+    for op in iter_ops(program.functions["main"]):
+        if op.op_type == "cast" and op.x.op is not None and op.x.op.op_type == "const" and op.x.val is not None:
+            if np.asarray(op.x.val).dtype == np.float16:
+                out.setdefault(op.outputs[0].name, np.asarray(op.x.val).astype(np.float32))
     return out
+
+
+def decompressed_consts(mods, ml):
+    """The consts after decompress_weights' own pass (WeightDecompressor: every constexpr_* op replaced by a
+    const of its decoded value, under the op's output name). decompress_weights then re-converts the program
+    through coremltools' default passes, which fuse (conv + batchnorm, …) and rename constants; the values
+    compared are the ones its pass made, before that."""
+    ct, cto, _ = mods
+    from coremltools.models import utils as ct_utils
+    from coremltools.optimize.coreml._quantization_passes import WeightDecompressor
+    prog = ct_utils._apply_graph_pass(ml, WeightDecompressor(op_selector=lambda op: True), return_pymil_prog=True)  # noqa: SLF001
+    return const_values(prog)
 
 
 def ulp_distance(a, b):
@@ -205,13 +223,22 @@ def check_package(args, mods, path, entry, root):
         except Skip as s:
             skips.append(("weights", str(s)))
         if ours is not None:
-            theirs = const_values(cto.decompress_weights(ml)._mil_program)  # noqa: SLF001
+            theirs = decompressed_consts(mods, ml)
             compared, problems = compare_weights(theirs, ours, compressed)
             if compared == 0:
                 problems.append(f"no const name in common with our npz ({len(ours)} arrays)")
             failed |= bool(problems)
             notes.append(f"{compared} weights bit-identical" if not problems else "; ".join(problems[:4]))
-        if args.run and entry is not None:
+        if entry is not None and "roundtrip" in entry:
+            try:
+                notes.append(f"round trip rel {roundtrip(args, path, entry['roundtrip'], tmp):.1e}")
+            except AssertionError as e:
+                failed = True
+                notes.append(str(e))
+            except RuntimeError as e:
+                failed = True
+                notes.append(f"round trip: {e}")
+        if args.run and entry is not None and "cases" in entry:
             try:
                 worst = run_cases(args, path, entry, root, tmp)
                 notes.append(f"{len(entry['cases'])} cases within rel {entry['tolerance']['rtol']:g} "
@@ -265,9 +292,47 @@ def export_all(args, models):
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
             if r.returncode != 0 or not os.path.isdir(out):
                 refused.append(f"{stem}.{tag}: exporter refused: {last_error(r.stderr)}")
-            else:
-                made.append((out, None, args.export_dir))
+                continue
+            # Round trip: the package read back must run like what it was written from — the source, or the
+            # source compressed the same way (as .onnx, decoded by the same decoder), on seeded inputs.
+            reference, rtol = model, 1e-5
+            if argv[0] == "compress":
+                reference = os.path.join(args.export_dir, f"{stem}.{tag}.reference.onnx")
+                flags = [a for k, a in enumerate(argv[1:]) if a not in ("--target", "--precision")
+                         and (k == 0 or argv[k] not in ("--target", "--precision"))]
+                subprocess.run([args.shrinkwrap, "compress", model, "-o", reference, "--min-elements", "0"] + flags,
+                               capture_output=True, text=True, timeout=args.timeout)
+            if "--precision" in argv and "float16" in argv:
+                rtol = 1e-2  # weights rounded to float16 (our interpreter computes in float32)
+            made.append((out, {"roundtrip": {"reference": reference, "rtol": rtol}}, args.export_dir))
     return made, refused
+
+
+def roundtrip(args, path, spec, tmp):
+    """Worst rel diff of `shrinkwrap run` on the package vs on its reference, seeded inputs; raises AssertionError."""
+    ref = spec["reference"]
+    if not os.path.exists(ref):
+        raise AssertionError(f"no reference model {ref}")
+    info = json.loads(subprocess.run([args.shrinkwrap, "inspect", ref, "--json"], capture_output=True, text=True,
+                                     timeout=args.timeout).stdout)
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in info["inputs"]:
+        shape = [int(d) if str(d).isdigit() else 1 for d in i["shape"]]
+        x = rng.standard_normal(shape)
+        feeds[i["name"]] = x.astype(np.float32) if i["dtype"].startswith("float") else np.zeros(shape, dtype=i["dtype"])
+    want = ours_run(args.shrinkwrap, ref, feeds, os.path.join(tmp, "reference"), args.timeout)
+    got = ours_run(args.shrinkwrap, path, feeds, os.path.join(tmp, "package"), args.timeout)
+    worst = 0.0
+    for name, r in want.items():
+        g = got.get(name)
+        if g is None:
+            raise AssertionError(f"round trip: no output {name} (got {sorted(got)})")
+        rel = max_diff(g.reshape(r.shape), r) / max(1.0, float(np.max(np.abs(r))))
+        worst = max(worst, rel)
+    if worst > spec["rtol"]:
+        raise AssertionError(f"round trip: rel diff {worst:.3g} > {spec['rtol']:g} vs {os.path.basename(ref)}")
+    return worst
 
 
 def main():

@@ -4,8 +4,8 @@
 // Model message and its weight.bin, the ML Program importer
 // (Sources/ShrinkwrapCoreML/MIL); what imports goes through what the tool does
 // with a graph — constant decoding, the interpreter (Sources/ShrinkwrapRuntime),
-// export preparation and all three exporters (ONNX, Core ML, TFLite), with the
-// ONNX and TFLite files written imported again.
+// export preparation and all four exporters (ONNX, Core ML NeuralNetwork and ML
+// Program, TFLite), with the ONNX, ML Program and TFLite files written imported again.
 //
 // Not a SwiftPM target: `make fuzz-models` compiles SwiftProtobuf from the
 // pinned checkout into a static library, then copies the IR, Runtime, both
@@ -67,6 +67,10 @@ private func exercise(_ graph: Graph) {
     guard preparedInputsAreSmall(graph) else { return }
     if let prepared = try? ExportPreparation.prepare(graph) {
         _ = try? CoreMLExporter.export(prepared.graph)
+        if let package = try? MILExporter.export(prepared.graph), let model = try? MILImporter.parse(package.model, file: "fuzz-reexported.mlmodel") {
+            _ = try? MILImporter.importProgram(model, file: "fuzz-reexported.mlmodel",
+                                               blobFiles: [MLPackage.modelPathPrefix + "weights/weight.bin": package.weights])
+        }
         if let tflite = try? TFLiteExporter.export(prepared.graph) {
             _ = try? TFLiteImporter.importModel(bytes: [UInt8](tflite), file: "fuzz-reexported.tflite")
         }

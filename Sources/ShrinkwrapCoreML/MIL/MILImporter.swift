@@ -70,6 +70,7 @@ public enum MILImporter {
         graph.sourceFormat = "mlprogram"
         graph.sourceVersion = "ML Program, opset \(reader.opset)\(MILImporter.deploymentTarget(reader.opset).map { " (\($0))" } ?? ""), specification \(model.specificationVersion)"
         graph.metadata.properties.append(("coreml.opset", reader.opset))
+        graph = graph.restoringOriginalNames(file: file)
         do {
             return try graph.checkedAgainstOpTable(file: file).validatedAndSorted()
         } catch let e as GraphError {
