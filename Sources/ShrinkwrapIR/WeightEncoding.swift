@@ -540,3 +540,82 @@ extension AffineWeights {
         return block
     }
 }
+
+extension WeightEncoding {
+    /// Encodings stacked along axis 0 (the inverse of `rows`: gates of a
+    /// recurrent weight put back in another order), keeping the encoding:
+    /// the parts must share kind, width and the other axes, and their scales
+    /// or tables along axis 0 must come in blocks of one size (a part in one
+    /// block counts as a block of its rows). Parts with one identical scale
+    /// set or table stack into one.
+    public static func stackingRows(_ parts: [WeightEncoding]) throws(WeightLayoutError) -> WeightEncoding {
+        guard let first = parts.first, !first.shape.isEmpty else { throw WeightLayoutError("nothing to stack") }
+        let tail = Array(first.shape.dropFirst())
+        guard parts.allSatisfy({ $0.shape.count == first.shape.count && Array($0.shape.dropFirst()) == tail }) else {
+            throw WeightLayoutError("parts of different shapes \(parts.map(\.shape))")
+        }
+        var shape = first.shape
+        shape[0] = parts.reduce(0) { $0 + $1.shape[0] }
+        /// The common block length along axis 0 (nil: none), given each part's.
+        func commonBlock(_ blocks: [Int], rows: [Int]) -> Int? {
+            let sizes = zip(blocks, rows).map { b, r in b >= r ? r : b }
+            guard let b = sizes.first, sizes.allSatisfy({ $0 == b }), zip(blocks, rows).allSatisfy({ $0 >= $1 || $1 % $0 == 0 || $0 == b }) else { return nil }
+            return b
+        }
+        let rows = parts.map { $0.shape[0] }
+        switch first {
+        case .dense(let t):
+            var floats: [Float] = [], ints: [Int64] = [], bools: [Bool] = []
+            for p in parts {
+                guard case .dense(let u) = p, u.dtype == t.dtype else { throw WeightLayoutError("parts of different encodings") }
+                switch u.storage {
+                case .float(let a): floats += a
+                case .int(let a): ints += a
+                case .bool(let a): bools += a
+                }
+            }
+            switch t.storage {
+            case .float: return .dense(Tensor(dtype: t.dtype, shape: shape, storage: .float(floats)))
+            case .int: return .dense(Tensor(dtype: t.dtype, shape: shape, storage: .int(ints)))
+            case .bool: return .dense(Tensor(dtype: t.dtype, shape: shape, storage: .bool(bools)))
+            }
+        case .float16:
+            var bits: [UInt16] = []
+            for p in parts {
+                guard case .float16(let h) = p else { throw WeightLayoutError("parts of different encodings") }
+                bits += h.bits
+            }
+            return .float16(try Float16Weights(shape: shape, bits: bits))
+        case .affine(let a0):
+            var all: [AffineWeights] = []
+            for p in parts {
+                guard case .affine(let a) = p, a.bits == a0.bits, a.signed == a0.signed, Array(a.blockShape.dropFirst()) == Array(a0.blockShape.dropFirst()) else {
+                    throw WeightLayoutError("parts of different encodings")
+                }
+                all.append(a)
+            }
+            var blockShape = a0.blockShape
+            if all.allSatisfy({ $0.blockShape[0] >= $0.shape[0] && $0.scale == a0.scale && $0.bias == a0.bias }) {
+                blockShape[0] = max(shape[0], 1)  // one scale set for all: as before the cut
+                return .affine(try AffineWeights(shape: shape, bits: a0.bits, signed: a0.signed, q: all.flatMap(\.q), blockShape: blockShape,
+                                                 scale: a0.scale, bias: a0.bias))
+            }
+            guard let b = commonBlock(all.map { $0.blockShape[0] }, rows: rows) else { throw WeightLayoutError("parts with scales in blocks of different sizes") }
+            blockShape[0] = b
+            return .affine(try AffineWeights(shape: shape, bits: a0.bits, signed: a0.signed, q: all.flatMap(\.q), blockShape: blockShape,
+                                             scale: all.flatMap(\.scale), bias: all.flatMap(\.bias)))
+        case .palette(let p0):
+            var all: [PaletteWeights] = []
+            for p in parts {
+                guard case .palette(let q) = p, q.bits == p0.bits, q.axis == p0.axis else { throw WeightLayoutError("parts of different encodings") }
+                all.append(q)
+            }
+            if all.allSatisfy({ $0.lut == p0.lut && ($0.axis != 0 || $0.lut.count == 1) }) {
+                let group = p0.axis == 0 ? max(shape[0], 1) : p0.groupSize
+                return .palette(try PaletteWeights(shape: shape, bits: p0.bits, indices: all.flatMap(\.indices), lut: p0.lut, axis: p0.axis, groupSize: group))
+            }
+            guard p0.axis == 0, let g = commonBlock(all.map(\.groupSize), rows: rows) else { throw WeightLayoutError("parts with different lookup tables") }
+            return .palette(try PaletteWeights(shape: shape, bits: p0.bits, indices: all.flatMap(\.indices), lut: all.flatMap(\.lut), axis: 0, groupSize: g))
+        }
+    }
+}
