@@ -41,7 +41,16 @@ def make_elementwise(record, program_ops, convert, rand):
                 mb.reduce_max(x=x, axes=[-1], name="rmax"), mb.reduce_min(x=x, name="rmin"), mb.reduce_prod(x=x, axes=[2], name="rprod"),
                 mb.reduce_l2_norm(x=x, axes=[1], name="rl2"), mb.reduce_log_sum_exp(x=x, axes=[2], name="rlse"),
                 mb.cast(x=mb.reduce_argmax(x=x, axis=1), dtype="fp32", name="argmax"),
-                mb.cumsum(x=x, axis=2, exclusive=True, reverse=True, name="cumsum"))
+                mb.cumsum(x=x, axis=2, exclusive=True, reverse=True, name="cumsum"),
+                mb.tan(x=mb.sub(x=x, y=np.float32(1)), name="tan"), mb.asin(x=mb.sub(x=x, y=np.float32(1.2)), name="asin"),
+                mb.acos(x=mb.sub(x=x, y=np.float32(1.2)), name="acos"), mb.atan(x=x, name="atan"), mb.sinh(x=x, name="sinh"),
+                mb.cosh(x=x, name="cosh"),
+                mb.atanh(x=mb.sub(x=x, y=np.float32(1.2)), name="atanh"),
+                mb.cast(x=mb.logical_not(x=mb.logical_or(x=mb.greater(x=x, y=y), y=mb.less(x=x, y=np.float32(0.8)))), dtype="fp32", name="not_or"),
+                mb.reduce_l1_norm(x=x, axes=[1], name="rl1"), mb.reduce_log_sum(x=x, axes=[0], name="rlogsum"),
+                mb.reduce_sum_square(x=x, axes=[2], keep_dims=True, name="rsumsq"),
+                mb.cast(x=mb.reduce_argmin(x=x, axis=-1, keep_dims=True), dtype="fp32", name="argmin"),
+                mb.linear_activation(x=x, alpha=-0.5, beta=0.25, name="linact"))
     d = x - y
     sig = ref.sigmoid
     gelu_tanh = 0.5 * d * (1 + np.tanh(np.sqrt(2 / np.pi) * (d + 0.044715 * d ** 3)))
@@ -57,7 +66,11 @@ def make_elementwise(record, program_ops, convert, rand):
             "logic": ((x <= y) & (x != y)).astype(np.float32), "xor": ((x >= 1) ^ (y < 1.5)).astype(np.float32),
             "rsum": x.sum(1, keepdims=True), "rmean": x.mean((0, 2)), "rmax": x.max(-1), "rmin": np.array(x.min()),
             "rprod": x.prod(2), "rl2": np.sqrt((x * x).sum(1)), "rlse": np.log(np.exp(x).sum(2)),
-            "argmax": x.argmax(1).astype(np.float32), "cumsum": cums}
+            "argmax": x.argmax(1).astype(np.float32), "cumsum": cums,
+            "tan": np.tan(x - 1), "asin": np.arcsin(x - 1.2), "acos": np.arccos(x - 1.2), "atan": np.arctan(x), "sinh": np.sinh(x),
+            "cosh": np.cosh(x), "atanh": np.arctanh(x - 1.2),
+            "not_or": (~((x > y) | (x < 0.8))).astype(np.float32), "rl1": np.abs(x).sum(1), "rlogsum": np.log(x.sum(0)),
+            "rsumsq": (x * x).sum(2, keepdims=True), "argmin": x.argmin(-1)[..., None].astype(np.float32), "linact": -0.5 * x + 0.25}
     model = convert(prog, T17)
     record("elementwise", model, {"x": x, "y": y}, {k: np.asarray(v, np.float32) for k, v in outs.items()}, ops=program_ops(model))
 
@@ -95,7 +108,13 @@ def make_shapes(record, program_ops, convert, rand):
                 mb.band_part(x=x, lower=1, upper=0, name="band"),
                 mb.depth_to_space(x=mb.tile(x=x, reps=[1, 3, 1, 1]), block_size=3, name="d2s"),
                 mb.space_to_depth(x=mb.slice_by_size(x=x, begin=[0, 0, 0, 0], size=[-1, -1, 4, 4]), block_size=2, name="s2d"),
-                mb.pixel_shuffle(x=mb.tile(x=x, reps=[1, 4, 1, 1]), upscale_factor=2, name="pshuffle"))
+                mb.pixel_shuffle(x=mb.tile(x=x, reps=[1, 4, 1, 1]), upscale_factor=2, name="pshuffle"),
+                mb.reverse(x=x, axes=[1, -1], name="reverse"),
+                mb.cast(x=mb.argsort(x=x, axis=2, ascending=True), dtype="fp32", name="argsort"),
+                mb.one_hot(indices=idx, one_hot_vector_size=4, axis=1, on_value=2.0, off_value=-1.0, name="one_hot"),
+                mb.flatten2d(x=x, axis=2, name="flatten"),
+                mb.exp2(x=x, name="exp2"), mb.threshold(x=x, alpha=0.2, name="threshold"),
+                mb.thresholded_relu(x=x, alpha=0.3, name="trelu"), mb.scaled_tanh(x=x, alpha=1.5, beta=0.7, name="stanh"))
 
     def pad(a, p, **kw):
         return np.pad(a, [(0, 0)] * (a.ndim - len(p) // 2) + [(p[2 * i], p[2 * i + 1]) for i in range(len(p) // 2)], **kw)
@@ -121,7 +140,11 @@ def make_shapes(record, program_ops, convert, rand):
             "gather_axis": np.take_along_axis(x, np.tile(np.array([[[[3], [0], [1], [2]]]]), (2, 3, 1, 1)), 3),
             "gather_nd": table[[1, 7], [2, 5]], "shape": np.array(x.shape, np.float32), "fill": np.full((2, 3), 1.5),
             "range": np.arange(1, 7, 2).astype(np.float32), "topk": -np.sort(-x, -1)[..., :2], "band": band,
-            "d2s": d2s_dcr(np.tile(x, (1, 3, 1, 1)), 3), "s2d": s2d(x[:, :, :4, :4], 2), "pshuffle": d2s_crd(np.tile(x, (1, 4, 1, 1)), 2)}
+            "d2s": d2s_dcr(np.tile(x, (1, 3, 1, 1)), 3), "s2d": s2d(x[:, :, :4, :4], 2), "pshuffle": d2s_crd(np.tile(x, (1, 4, 1, 1)), 2),
+            "reverse": x[:, ::-1, :, ::-1], "argsort": np.argsort(x, axis=2, kind="stable").astype(np.float32),
+            "one_hot": np.where(np.arange(4).reshape(1, 4, 1) == np.clip(idx, 0, 9)[:, None, :], 2.0, -1.0),
+            "flatten": x.reshape(6, 20), "exp2": 2.0 ** x, "threshold": np.maximum(x, 0.2), "trelu": np.where(x > 0.3, x, 0),
+            "stanh": 1.5 * np.tanh(0.7 * x)}
     model = convert(prog, T17)
     record("shapes", model, {"x": x, "idx": idx}, {k: np.asarray(v, np.float32) for k, v in outs.items()}, ops=program_ops(model))
 

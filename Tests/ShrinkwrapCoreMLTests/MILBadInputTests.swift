@@ -139,4 +139,45 @@ final class MILBadInputTests: XCTestCase {
             try bytes.prefix(bytes.count / 2).write(to: url)
         }, mentions: ["model.mlmodel", "not a Core ML protobuf"])
     }
+
+    /// An iOS 18 lut_to_dense whose tables are vectors, or grouped along two axes: refused by name.
+    func testPalettesOutsidePaletteWeightsAreRefused() throws {
+        func const(_ name: String, _ type: CoreML_Specification_MILSpec_DataType, _ dims: [UInt64], bytes: [UInt8]? = nil, floats: [Float]? = nil)
+            -> CoreML_Specification_MILSpec_Operation {
+            var t = CoreML_Specification_MILSpec_ValueType()
+            t.tensorType.dataType = type
+            t.tensorType.rank = Int64(dims.count)
+            t.tensorType.dimensions = dims.map { var d = CoreML_Specification_MILSpec_Dimension(); d.constant.size = $0; return d }
+            var v = CoreML_Specification_MILSpec_Value()
+            v.type = t
+            if let bytes { v.immediateValue.tensor.bytes.values = Data(bytes) }
+            if let floats { v.immediateValue.tensor.floats.values = floats }
+            var o = CoreML_Specification_MILSpec_Operation()
+            o.type = "const"
+            var out = CoreML_Specification_MILSpec_NamedValueType(); out.name = name; out.type = t
+            o.outputs = [out]
+            o.attributes["val"] = v
+            return o
+        }
+        for (lutDims, expected) in [([1, 1, 4, 2] as [UInt64], "vector palettization (vector size 2)"),
+                                    ([2, 2, 4, 1], "lookup tables grouped along several axes [0, 1]")] {
+            var m = Self.model()
+            var block = m.mlProgram.functions["main"]?.blockSpecializations["CoreML5"] ?? .init()
+            let n = Int(lutDims.reduce(1, *))
+            var lut = CoreML_Specification_MILSpec_Operation()
+            lut.type = "constexpr_lut_to_dense"
+            for (key, name) in [("indices", "idx"), ("lut", "table")] {
+                var b = CoreML_Specification_MILSpec_Argument.Binding(); b.name = name
+                var a = CoreML_Specification_MILSpec_Argument(); a.arguments = [b]
+                lut.inputs[key] = a
+            }
+            lut.outputs = block.operations[0].outputs
+            block.operations = [const("idx", .uint2, [2, 2], bytes: [0b1110_0100]), const("table", .float32, lutDims, floats: (0..<n).map(Float.init)),
+                                lut, block.operations[1]]
+            m.mlProgram.functions["main"]?.blockSpecializations["CoreML5"] = block
+            XCTAssertThrowsError(try MILImporter.importProgram(m, file: "m.mlmodel", blobFiles: [:])) { e in
+                XCTAssertTrue("\(e)".hasPrefix("m.mlmodel: ") && "\(e)".contains(expected), "\(e)")
+            }
+        }
+    }
 }

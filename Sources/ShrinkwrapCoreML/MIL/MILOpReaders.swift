@@ -10,7 +10,7 @@ enum MILOpReaders {
     static let table: [String: MILOpReader] = {
         var t: [String: MILOpReader] = [:]
         for family in [values, elementwise, activations, reductions, convolution, normalization, linear, shapes, slicing,
-                       indexing, recurrent, constexpr] {
+                       indexing, recurrent, constexpr, misc] {
             t.merge(family) { a, _ in a }
         }
         return t
