@@ -93,7 +93,27 @@ extension Models {
     /// groups it cannot store stay float32 (listed as skipped, with why).
     public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil,
                                 for format: ModelFormat? = nil, options: ExportOptions = ExportOptions()) throws -> CompressionLog {
+        try compress(&graph, plan: plan, threads: threads, for: format.map { [$0] } ?? [], options: options)
+    }
+
+    /// Compressed once for several formats: a weight is left float32 when any of them cannot store its blocks or groups.
+    public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil,
+                                for formats: [ModelFormat], options: ExportOptions = ExportOptions()) throws -> CompressionLog {
         let n = threads ?? ProcessInfo.processInfo.activeProcessorCount
-        return try CompressWeights.run(&graph, plan: plan, threads: max(1, n), fits: format?.storedWeights(options).fits)
+        var fits: [WeightLayoutFit] = []
+        for f in formats {
+            if let fit = f.storedWeights(options.applicable(to: f)).fits { fits.append(fit) }
+        }
+        return try CompressWeights.run(&graph, plan: plan, threads: max(1, n), fits: fits.isEmpty ? nil : combined(fits))
+    }
+
+    /// The first refusal of any of `fits`.
+    static func combined(_ fits: [WeightLayoutFit]) -> WeightLayoutFit {
+        return { kind, size, shape, o, i in
+            for fit in fits {
+                if let why = fit(kind, size, shape, o, i) { return why }
+            }
+            return nil
+        }
     }
 }

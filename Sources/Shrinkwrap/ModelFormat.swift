@@ -78,6 +78,12 @@ public struct ExportOptions: Sendable, Equatable {
 
     /// The options set, for checking them against a format.
     public var setKeys: [Key] { Key.allCases.filter { ($0 == .target ? target : precision) != nil } }
+
+    /// Only the options `format` takes (for one of several outputs).
+    public func applicable(to format: ModelFormat) -> ExportOptions {
+        ExportOptions(target: format.exportOptions.contains(.target) ? target : nil,
+                      precision: format.exportOptions.contains(.precision) ? precision : nil)
+    }
 }
 
 /// The format registry: one line per format.

@@ -290,8 +290,8 @@ struct Compress: ParsableCommand {
 
     @OptionGroup var shapes: ShapeFlags
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write the compressed model here (\(ModelFormats.writableExtensions))."))
-    var output: String?
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write the compressed model here (\(ModelFormats.writableExtensions)); repeat for several formats: the weights are compressed once, in a form every one of them stores."))
+    var output: [String] = []
 
     @OptionGroup var export: ExportFlags
 
@@ -300,16 +300,20 @@ struct Compress: ParsableCommand {
 
     func run() throws {
         let plan = try compression.settings.plan()  // option errors before the model is read
-        if let output { try Models.checkWritable(output, inputs: [model], options: export.options) }
+        let formats = output.compactMap { ModelFormats.format(for: URL(fileURLWithPath: $0)) }
+        let options = { (path: String) in ModelFormats.format(for: URL(fileURLWithPath: path)).map(export.options.applicable) ?? export.options }
+        if output.count > 1, let key = export.options.setKeys.first(where: { k in !formats.contains { $0.exportOptions.contains(k) } }) {
+            throw CLIError(description: "--\(key.rawValue) applies to none of the outputs")
+        }
+        for o in output { try Models.checkWritable(o, inputs: [model], options: output.count > 1 ? options(o) : export.options) }
         var graph = try Models.load(model)
         try shapes.apply(to: &graph)
-        if let output { try Models.checkStorable(graph, plan: plan, path: output, options: export.options) }  // every conflict, before compressing
-        let log = try Models.compress(&graph, plan: plan, threads: compression.threads,
-                                      for: output.flatMap { ModelFormats.format(for: URL(fileURLWithPath: $0)) }, options: export.options)
+        for o in output { try Models.checkStorable(graph, plan: plan, path: o, options: options(o)) }  // every conflict, before compressing
+        let log = try Models.compress(&graph, plan: plan, threads: compression.threads, for: formats, options: export.options)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
-        if let output {
-            let written = try Models.save(graph, to: output, inputs: [model], options: export.options)
-            FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
+        for o in output {
+            let written = try Models.save(graph, to: o, inputs: [model], options: options(o))
+            FileHandle.standardError.write(Data("wrote \(o)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
         }
     }
 }

@@ -15,7 +15,9 @@ import ShrinkwrapIR
 ///   `_add_gru_layer`: ONNX's linear_before_reset = 1 with a zero recurrent
 ///   bias on the h gate. Forward or reverse only: bidirectional is two ops.
 /// - rnn: h_t = act(W_ih x + W_hh h + b), forward or reverse.
-/// Weights are reordered, so they are written decoded (dense) in the op's type.
+/// Weights are reordered: float weights are written in the op's type; a
+/// compressed weight keeps its encoding (gates cut with `rows` and stacked in
+/// MIL's order with `stackingRows`), or the op is refused saying why.
 extension MILOpWriters {
     struct RecurrentForm {
         let op: String
@@ -175,9 +177,27 @@ extension MILOpWriters {
             guard v.count == s.dirs * per else { throw MILWriterError("input \(k) has \(v.count) values") }
             return form.order.flatMap { g in v[(dir * per + g * block)..<(dir * per + (g + 1) * block)] }
         }
+        /// A compressed weight keeps its encoding: direction `dir`'s rows, gates cut and stacked in MIL's order.
+        func weight(_ k: Int, cols: Int, name: String) throws -> String {
+            let shape = [form.gates * s.hidden, cols]
+            guard let c = w.graph.constant(named: try input(n, k)), c.encoding.isCompressed else {
+                return recurrentConst(&w, name, try matrix(k, cols: cols), shape, s.type)
+            }
+            guard s.type == w.floatType else {
+                throw MILWriterError("compressed weight '\(c.name)': the recurrence computes in float32 inside a float16 program before iOS 17 (use --target iOS17)")
+            }
+            let per = form.gates * s.hidden
+            do {
+                let flat = try c.encoding.reshaped([s.dirs * per, cols])
+                let parts = try form.order.map { g in try flat.rows((dir * per + g * s.hidden)..<(dir * per + (g + 1) * s.hidden)) }
+                return try MILWeights.write(Constant(name: name, encoding: try WeightEncoding.stackingRows(parts)), in: &w)
+            } catch let e as WeightLayoutError {
+                throw MILWriterError("compressed weight '\(c.name)' cannot keep its encoding when its gates are reordered (\(e.reason)); compress it per tensor or per output channel")
+            }
+        }
         var args: [(String, MILArgument)] = [
-            ("weight_ih" + suffix, .value(recurrentConst(&w, base + "_weight_ih", try matrix(1, cols: s.input), [form.gates * s.hidden, s.input], s.type))),
-            ("weight_hh" + suffix, .value(recurrentConst(&w, base + "_weight_hh", try matrix(2, cols: s.hidden), [form.gates * s.hidden, s.hidden], s.type))),
+            ("weight_ih" + suffix, .value(try weight(1, cols: s.input, name: base + "_weight_ih"))),
+            ("weight_hh" + suffix, .value(try weight(2, cols: s.hidden, name: base + "_weight_hh"))),
         ]
         if let b = n.input(3), !b.isEmpty {
             guard let c = w.graph.constant(named: b), let v = c.encoding.decoded().floats, v.count == s.dirs * 2 * form.gates * s.hidden else {
