@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram check-macos crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -294,7 +294,7 @@ test-in-test-build: lint schemas-check build
 	$(SWIFT_TEST) 2>&1 | tee $(TESTDATA)/swift-test.log | grep -E "^(FAIL|onnx |Test Case .*failed|error:|.*Executed [0-9]+ tests)|passed, .*excluded|: error:" ; \
 	  exit $${PIPESTATUS[0]}
 	$(MAKE) --no-print-directory crosscheck
-	$(MAKE) --no-print-directory check-tflite-schema crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export test-gates crosscheck-sweep crosscheck-inputs test-html corpus-quick
+	$(MAKE) --no-print-directory check-tflite-schema crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export test-gates crosscheck-sweep crosscheck-inputs test-html crosscheck-mlprogram-quick corpus-quick
 	@echo "make test: all suites passed"
 
 unit-tests: ## only the Swift test suites (no schema check, no cross-check)
@@ -416,13 +416,20 @@ crosscheck-tflite: deps venv testdata build ## TFLite interpreter vs ours on con
 	  --only 'cnn.*' --only 'mlp.*' --only 'text.*' --only 'lstm.float32.*' --only 'lstm.int8.*' --only 'op_conv*' \
 	  --only 'op_depthwise*' --only 'op_transpose_conv*' --only 'op_*pool*' --only 'op_fully_connected*' --only 'op_slice*'
 
-# ML Program packages: coremltools loads each, rebuilds its program (milproto, type inference), decodes
-# its weights like ours (--weights, shrinkwrap inspect --weights-npz) and ours runs it like Keras (--run).
-# Checks shrinkwrap cannot do yet (no .mlpackage importer / exporter) print SKIP; --strict makes them fail.
-# Our own packages: add `--export $(TESTDATA)/models/*.onnx` (every case of EXPORT_CASES in the script).
-crosscheck-mlprogram: deps venv testdata build ## coremltools vs shrinkwrap on coremltools-made .mlpackage files (load, program, weights, predictions)
-	$(PY) Scripts/mlprogram_crosscheck.py --shrinkwrap $(BIN) --weights --run $(TESTDATA)/keras-mlprogram 2>&1 \
-	  | grep -v "Failed to load _ML\|scikit-learn version"; exit $${PIPESTATUS[0]}
+# ML Program packages: coremltools loads each, rebuilds its program (milproto, type inference) and decodes its
+# weights bit for bit like ours (--weights: shrinkwrap inspect --weights-npz); coremltools-made packages (Keras)
+# run like Keras (--run); ours (--export: every model x the script's EXPORT_CASES, float32, float16, every
+# compressed form) read back and run like their source, or like the source compressed the same way.
+MLPROGRAM_EXPORT_QUICK := $(TESTDATA)/models/light_squeezenet.onnx Samples/digits/digits.onnx
+MLPROGRAM_EXPORT_ALL := $(wildcard $(TESTDATA)/models/light_*.onnx) $(wildcard Samples/*/*.onnx)
+crosscheck-mlprogram: deps venv testdata build ## coremltools vs shrinkwrap on .mlpackage files: Keras-made ones, and every light model and sample written in every form (~40 min)
+	$(PY) Scripts/mlprogram_crosscheck.py --shrinkwrap $(BIN) --weights --run --strict $(TESTDATA)/keras-mlprogram \
+	  --export $(MLPROGRAM_EXPORT_ALL) --export-dir $(CHECK_DIR)/mlprogram 2>&1 | grep -v "Failed to load _ML\|scikit-learn version"; exit $${PIPESTATUS[0]}
+
+# The slice make test runs (~2 min): the Keras-made packages, and two models written in every form.
+crosscheck-mlprogram-quick: deps venv testdata build
+	$(PY) Scripts/mlprogram_crosscheck.py --shrinkwrap $(BIN) --weights --run $(TESTDATA)/keras-mlprogram \
+	  --export $(MLPROGRAM_EXPORT_QUICK) --export-dir $(CHECK_DIR)/mlprogram-quick 2>&1 | grep -v "Failed to load _ML\|scikit-learn version"; exit $${PIPESTATUS[0]}
 
 # Core ML itself on our packages: compiled by xcrun coremlcompiler, predicted through Core ML (CPU) and compared
 # with our interpreter on the source. macOS only: on Linux it says SKIPPED and fails (nothing was checked).

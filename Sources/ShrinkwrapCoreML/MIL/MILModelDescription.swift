@@ -93,7 +93,10 @@ extension MILWriter {
         // gives the source's names: JSON {"MIL name": "original name"}.
         var renamed: [String: String] = [:]
         for (i, declared) in zip(graph.runtimeInputs, inputs) where i.name != declared.name { renamed[declared.name] = i.name }
-        if classifier == nil {
+        if let classifier {
+            // The probabilities read back as a tensor under the dictionary's name.
+            if let p = probabilityOutput(), p != classifier.probs { renamed[classifier.probs] = p }
+        } else {
             for (o, name) in zip(graph.outputs, outputs) where o.name != name { renamed[name] = o.name }
         }
         if !renamed.isEmpty, let json = try? JSONSerialization.data(withJSONObject: renamed, options: [.sortedKeys]),
