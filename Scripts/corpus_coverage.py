@@ -228,6 +228,22 @@ def ours(bin_, model, samples, folder, timeout):
     return baseline.Outcome(True, "ok", seconds=total), files
 
 
+def twin_run(twin, samples, folder, bin_, source, timeout):
+    """(Outcome, per sample [output files in the source's output order]) of onnxruntime on the model's twin (the
+    same network in a format with a Linux runtime; the manifest maps input and output names)."""
+    entry = next(e for e in corpus.load_manifest()["models"] if e["id"] == twin["id"])
+    renamed = [[(twin["inputs"].get(n, n), p) for n, p in s] for s in samples]
+    p, outs, _ = peer_run(corpus.model_path(entry), renamed, folder, timeout)
+    if not p.ok:
+        return p, None
+    def names(model):
+        return [o["name"] for o in json.loads(subprocess.run([bin_, "inspect", model, "--json"], stdout=subprocess.PIPE,
+                                                             text=True).stdout)["outputs"]]
+    theirs = names(corpus.model_path(entry))
+    order = [theirs.index(twin["outputs"][n]) for n in names(source)]
+    return p, [[files[k] for k in order] for files in outs]
+
+
 def peer_run(model, samples, folder, timeout, both_kernels=False):
     """(Outcome, per sample [out files], per sample [reference-kernel files] or None)."""
     os.makedirs(folder, exist_ok=True)
@@ -429,6 +445,19 @@ def cover(entry, bin_, work, limit, timeout):
             p.ok, p.line = source_check(ours_src, peer_src, refs)
             if not p.ok and entry["format"] == "onnx" and not isinstance(worst(peer_src, ours_src), str):
                 p.ok, p.line = float64_check(path, samples, ours_src, peer_src, os.path.join(folder, "float64"), timeout, p.line)
+        r["source"] = p
+    elif entry.get("twin") and run.ok:
+        twin = entry["twin"]
+        # Samples on which the twin legitimately differs (the manifest says why) are left out, and the line says so.
+        skip = set(twin.get("except_samples", {}).get("names", []))
+        keep = [k for k, s in enumerate(samples) if not any(os.path.basename(p) in skip for _, p in s)]
+        p, peer_src = twin_run(twin, [samples[k] for k in keep], os.path.join(folder, "peer-twin"), bin_, path, timeout)
+        if p.ok:
+            p.ok, p.line = source_check([ours_src[k] for k in keep], peer_src, None)
+            p.line += f" (onnxruntime on {twin['id']}, the same network"
+            p.line += f"; {len(samples) - len(keep)} sample(s) left out: {twin['except_samples']['why']})" if len(keep) < len(samples) else ")"
+            # The converted files are checked on the same samples (their peer reference is the twin's).
+            samples, ours_src = [samples[k] for k in keep], [ours_src[k] for k in keep]
         r["source"] = p
     else:
         r["source"] = baseline.Outcome(False, f"no peer runtime for .{entry['format']} on Linux")
