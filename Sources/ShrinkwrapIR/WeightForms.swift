@@ -63,6 +63,11 @@ public struct StoredWeightForms: Sendable {
     /// needs them to divide the axis (nil: every weight): the compressor
     /// leaves a weight that does not fit uncompressed, saying why.
     public var fits: WeightLayoutFit?
+    /// A format's own rule, for one whose forms do not factor into the
+    /// fields above (which combinations of width, granularity and zero
+    /// point it stores): nil when it stores `form`, else why not. Replaces
+    /// the field checks when set.
+    public var refusing: (@Sendable (WeightForm) -> String?)?
 
     public init(float16: Bool, affineBits: Set<Int>?, affineGranularities: Set<GranularityKind>, affineNeedsIntegerZeroPoint: Bool,
                 paletteBits: Set<Int>?, paletteGranularities: Set<GranularityKind>) {
@@ -87,6 +92,7 @@ public struct StoredWeightForms: Sendable {
 
     /// Why `form` cannot be stored, or nil when it can.
     public func refusal(_ form: WeightForm) -> String? {
+        if let refusing { return refusing(form) }
         func list(_ s: Set<GranularityKind>) -> String { GranularityKind.allCases.filter(s.contains).map(\.description).joined(separator: " or ") }
         switch form.kind {
         case .float16:

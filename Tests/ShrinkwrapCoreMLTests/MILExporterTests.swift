@@ -68,6 +68,40 @@ final class MILExporterTests: XCTestCase {
         }
     }
 
+    /// Linear codes of 4 bits or fewer without a native form (fractional zero points, 1–3 bits) are
+    /// written as the table of their decoded levels: exactly the same values.
+    func testSmallLinearCodesWithoutANativeFormBecomeTables() throws {
+        for (label, o, target) in [("2-bit asymmetric per channel", CodecOptions(bits: 2, granularity: .perChannel), MILExporter.Target.iOS18),
+                                   ("2-bit asymmetric per tensor", CodecOptions(bits: 2, granularity: .perTensor), .iOS16),
+                                   ("3-bit symmetric per channel", CodecOptions(bits: 3, granularity: .perChannel, symmetric: true), .iOS18)] {
+            let e = try encode(LinearCodec(), o)
+            guard case .affine(let a) = try e.transposed([1, 0]) else { return XCTFail(label) }
+            let table = try XCTUnwrap(MILWeights.asTable(a), label)
+            XCTAssertEqual(table.decoded(), a.decoded(), label)
+            let p = try MILExporter.export(try graph(e))
+            XCTAssertEqual(p.target, target, label)
+            XCTAssertTrue(try ops(p).contains { $0.type == "constexpr_lut_to_dense" }, label)
+        }
+        let eightBitAsymmetric = try encode(LinearCodec(), CodecOptions(bits: 8, granularity: .perChannel))
+        XCTAssertThrowsError(try MILExporter.export(try graph(eightBitAsymmetric))) { XCTAssertTrue("\($0)".contains("--exact-zero"), "\($0)") }
+    }
+
+    /// The capability table `convert` and `sweep` ask before compressing says what the writer does.
+    func testCapabilityTableNamesTheTargetThatHoldsAForm() {
+        let ios16 = MILExporter.storedWeights(for: .iOS16), ios18 = MILExporter.storedWeights(for: .iOS18)
+        let grouped3 = WeightForm(kind: .palette, bits: 3, granularity: .perGroupedChannel)
+        XCTAssertNil(ios18.refusal(grouped3))
+        XCTAssertTrue(ios16.refusal(grouped3)?.contains("--target iOS18") == true, ios16.refusal(grouped3) ?? "")
+        XCTAssertNil(ios16.refusal(WeightForm(kind: .affine, bits: 2, granularity: .perTensor)))
+        XCTAssertNotNil(ios16.refusal(WeightForm(kind: .affine, bits: 2, granularity: .perChannel)))
+        XCTAssertNil(ios16.refusal(WeightForm(kind: .affine, bits: 8, granularity: .perChannel, integerZeroPoint: true)))
+        XCTAssertTrue(ios18.refusal(WeightForm(kind: .affine, bits: 8, granularity: .perChannel))?.contains("--exact-zero") == true)
+        XCTAssertNil(ios18.refusal(WeightForm(kind: .affine, bits: 4, granularity: .perBlock, integerZeroPoint: true)))
+        XCTAssertNotNil(ios18.refusal(WeightForm(kind: .palette, bits: 5, granularity: .perTensor)))
+        XCTAssertNil(MILExporter.storedWeights(for: .iOS15).refusal(WeightForm(kind: .float16, bits: 16, granularity: .perTensor)))
+        XCTAssertNotNil(MILExporter.storedWeights(for: .iOS15).refusal(WeightForm(kind: .palette, bits: 4, granularity: .perTensor)))
+    }
+
     func testPackedCodesInTheBlobAreTheEncodingsCodes() throws {
         let e = try encode(KMeansLUTCodec(), CodecOptions(bits: 3))
         // linear takes the MatMul weight transposed ([out, in]); the encoding moves with it.
@@ -86,8 +120,10 @@ final class MILExporterTests: XCTestCase {
     func testWhatNoTargetHoldsIsRefusedNamingTheWeight() throws {
         let asymmetric = try encode(LinearCodec(), CodecOptions(bits: 8, granularity: .perChannel))
         XCTAssertThrowsError(try MILExporter.export(try graph(asymmetric))) { XCTAssertTrue("\($0)".contains("'w'") && "\($0)".contains("--symmetric"), "\($0)") }
-        let twoBit = try encode(LinearCodec(), CodecOptions(bits: 2, granularity: .perChannel, symmetric: true))
-        XCTAssertThrowsError(try MILExporter.export(try graph(twoBit))) { XCTAssertTrue("\($0)".contains("4 or 8 bits"), "\($0)") }
+        let sixBit = try encode(LinearCodec(), CodecOptions(bits: 6, granularity: .perChannel, symmetric: true))
+        XCTAssertThrowsError(try MILExporter.export(try graph(sixBit))) { XCTAssertTrue("\($0)".contains("store 1–4 and 8 bits"), "\($0)") }
+        let blocked = try encode(LinearCodec(), CodecOptions(bits: 2, granularity: .perBlock(4), symmetric: true))
+        XCTAssertThrowsError(try MILExporter.export(try graph(blocked))) { XCTAssertTrue("\($0)".contains("4 or 8 bits per block"), "\($0)") }
         let grouped = try encode(KMeansLUTCodec(), CodecOptions(bits: 4, granularity: .perGroupedChannel(4)))
         XCTAssertThrowsError(try MILExporter.export(try graph(grouped), options: .init(target: .iOS16))) {
             XCTAssertTrue("\($0)".contains("weight 'w'") && "\($0)".contains("--target iOS18"), "\($0)")

@@ -24,21 +24,45 @@ import ShrinkwrapIR
 enum MILWeights {
     typealias Target = MILExporter.Target
 
-    /// What each target stores.
+    /// What each target stores: exactly the forms `target(for:)` accepts, as
+    /// a rule on width, granularity and zero point (blocks and groups must
+    /// also divide their axis: `equalBlocks`).
     static func stored(for target: Target) -> StoredWeightForms {
-        switch target {
-        case .iOS15:
-            return StoredWeightForms(float16: true, affineBits: nil, affineGranularities: [], affineNeedsIntegerZeroPoint: true,
-                                     paletteBits: nil, paletteGranularities: [])
-        case .iOS16, .iOS17:
-            return StoredWeightForms(float16: true, affineBits: [8], affineGranularities: [.perTensor, .perChannel], affineNeedsIntegerZeroPoint: true,
-                                     paletteBits: [1, 2, 4, 6, 8], paletteGranularities: [.perTensor])
-        case .iOS18:
-            var s = StoredWeightForms(float16: true, affineBits: [4, 8], affineGranularities: [.perTensor, .perChannel, .perBlock],
-                                      affineNeedsIntegerZeroPoint: true, paletteBits: [1, 2, 3, 4, 6, 8],
-                                      paletteGranularities: [.perTensor, .perGroupedChannel])
-            s.fits = equalBlocks
-            return s
+        var s = StoredWeightForms(float16: true, affineBits: Set(1...8), affineGranularities: Set(GranularityKind.allCases), affineNeedsIntegerZeroPoint: false,
+                                  paletteBits: Set(1...8), paletteGranularities: Set(GranularityKind.allCases))
+        s.refusing = { form in refusal(form, target: target) }
+        if target >= .iOS18 { s.fits = equalBlocks }
+        return s
+    }
+
+    /// Why `target` cannot store weights of `form` (nil: it can), naming the target that would.
+    static func refusal(_ form: WeightForm, target: Target) -> String? {
+        let lowest = lowestTarget(for: form)
+        guard let needed = lowest.target else { return lowest.why }
+        return needed <= target ? nil : "\(form) weights from \(needed) on (--target \(needed))"
+    }
+
+    /// The first target that stores `form`, or why none does.
+    static func lowestTarget(for form: WeightForm) -> (target: Target?, why: String) {
+        let perAxis = form.granularity == .perTensor || form.granularity == .perChannel
+        switch form.kind {
+        case .float16:
+            return (.iOS15, "")
+        case .affine:
+            if form.bits == 8, perAxis, form.integerZeroPoint { return (.iOS16, "") }
+            if form.bits <= 4, form.granularity == .perTensor, [1, 2, 4].contains(form.bits) { return (.iOS16, "") }  // a table
+            if form.bits <= 4, perAxis { return (.iOS18, "") }  // a table per tensor or channel
+            if (form.bits == 4 || form.bits == 8), form.integerZeroPoint { return (.iOS18, "") }
+            if form.bits > 4, !form.integerZeroPoint {
+                return (nil, "linear codes of more than 4 bits with integer zero points only (compress with --symmetric or --exact-zero)")
+            }
+            return (nil, form.granularity == .perBlock ? "linear codes per block of 4 or 8 bits with integer zero points only"
+                                                        : "linear codes of 1–4 and 8 bits only")
+        case .palette:
+            if [1, 2, 4, 6, 8].contains(form.bits), form.granularity == .perTensor { return (.iOS16, "") }
+            guard [1, 2, 3, 4, 6, 8].contains(form.bits) else { return (nil, "lookup tables of 1, 2, 3, 4, 6 or 8 bits only") }
+            guard form.granularity != .perBlock else { return (nil, "no lookup tables per block of inputs") }
+            return (.iOS18, "")
         }
     }
 
@@ -72,16 +96,20 @@ enum MILWeights {
         switch e {
         case .dense, .float16: return .iOS15
         case .affine(let a):
-            guard a.integerZeroPoints != nil else {
-                throw refuse("linear codes with fractional zero points have no ML Program form (compress with --symmetric or --exact-zero)")
+            if a.integerZeroPoints != nil {
+                if a.bits == 8, perAxis(a) != nil { return .iOS16 }
+                let equal = a.shape.indices.allSatisfy { k in a.scaleShape[k] == 1 || a.shape[k] == a.scaleShape[k] * a.blockShape[k] }
+                if a.bits == 4 || a.bits == 8, equal { return .iOS18 }
             }
-            if a.bits == 8, perAxis(a) != nil { return .iOS16 }
-            guard a.bits == 4 || a.bits == 8 else { throw refuse("\(a.bits)-bit linear codes: ML Programs store 4 or 8 bits") }
-            // Core ML takes the block along axis k as shape[k] / scaleShape[k]: it must be ours.
-            guard a.shape.indices.allSatisfy({ k in a.scaleShape[k] == 1 || a.shape[k] == a.scaleShape[k] * a.blockShape[k] }) else {
-                throw refuse("blocks of \(a.blockShape) do not divide the shape \(a.shape) (iOS 18 needs equal blocks)")
+            if let p = asTable(a) { return try target(for: .palette(p), name: name) }
+            if a.integerZeroPoints == nil {
+                throw refuse("\(a.bits)-bit linear codes with fractional zero points have no ML Program form at this granularity (compress with --symmetric or --exact-zero, or at 4 bits or fewer per tensor / channel)")
             }
-            return .iOS18
+            guard a.bits == 4 || a.bits == 8 else {
+                throw refuse(perAxis(a) != nil ? "\(a.bits)-bit linear codes: ML Programs store 1–4 and 8 bits"
+                                               : "\(a.bits)-bit linear codes per block: ML Programs store 4 or 8 bits per block")
+            }
+            throw refuse("blocks of \(a.blockShape) do not divide the shape \(a.shape) (iOS 18 needs equal blocks)")
         case .palette(let p):
             guard !p.shape.isEmpty else { throw refuse("a scalar lookup-table weight") }
             if p.lut.count == 1, [1, 2, 4, 6, 8].contains(p.bits) { return .iOS16 }
@@ -135,7 +163,27 @@ enum MILWeights {
         w.floatType == .float16 ? .float16(v.map(Half.bits(from:)), shape: shape) : .float32(v, shape: shape)
     }
 
+    /// Linear codes of 4 bits or fewer per tensor or output channel without a
+    /// native form (a fractional zero point, or 1/2/3 bits): the same weight
+    /// as a lookup table per tensor or channel whose entry k is the decoded
+    /// value of code k, computed as `AffineWeights.decoded()` computes it —
+    /// exact, at most 16 table entries per scale. nil for anything else.
+    static func asTable(_ a: AffineWeights) -> PaletteWeights? {
+        guard a.bits <= 4, !a.shape.isEmpty, case .some(let axis) = perAxis(a) else { return nil }
+        let range = a.codeRange
+        let lut = zip(a.scale, a.bias).map { s, b in
+            (0..<(1 << a.bits)).map { k in Float(Double(s) * Double(range.lowerBound + k) + Double(b)) }
+        }
+        let indices = a.q.map { UInt8(Int($0) - range.lowerBound) }
+        let ax = axis ?? 0
+        return try? PaletteWeights(shape: a.shape, bits: a.bits, indices: indices, lut: lut, axis: ax, groupSize: axis == nil ? max(a.shape[ax], 1) : 1)
+    }
+
     static func affine(_ a: AffineWeights, name: String, in w: inout MILWriter) throws -> String {
+        let native = a.integerZeroPoints != nil && ((a.bits == 8 && perAxis(a) != nil && w.target < .iOS18)
+            || (w.target >= .iOS18 && (a.bits == 4 || a.bits == 8)
+                && a.shape.indices.allSatisfy { k in a.scaleShape[k] == 1 || a.shape[k] == a.scaleShape[k] * a.blockShape[k] }))
+        if !native, let table = asTable(a) { return try palette(table, name: name, in: &w) }
         guard let zps = a.integerZeroPoints else {
             throw ExportError.unsupportedWeight(format: MILExporter.format, tensor: name, reason: "fractional zero points")
         }
