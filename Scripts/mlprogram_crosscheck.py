@@ -285,11 +285,39 @@ def collect(paths):
     return out
 
 
+def corpus_models(ids):
+    """[(path, extra shrinkwrap arguments)] of corpus models with their real inputs' shapes pinned, as
+    `make coverage` converts them (--input-shape; an integer scalar given once for every sample, --input-value)."""
+    import corpus
+    import corpus_coverage as coverage
+    out = []
+    for entry in corpus.load_manifest()["models"]:
+        if ids != ["all"] and entry["id"] not in ids:
+            continue
+        path = corpus.model_path(entry)
+        found = coverage.real_inputs(entry, 1) if os.path.exists(path) else None
+        if found is None:
+            print(f"SKIP corpus model {entry['id']}: not cached with real inputs (make corpus corpus-inputs)")
+            continue
+        samples, pins, _ = found
+        fixed = coverage.fixed_parameters(samples)
+        extra = []
+        for name, dims in pins.items():
+            if name not in fixed:
+                extra += ["--input-shape", f"{name}=" + ",".join(str(d) for d in dims)]
+        for name, value in fixed.items():
+            extra += ["--input-value", f"{name}={value}"]
+        out.append((path, extra))
+    return out
+
+
 def export_all(args, models):
-    """Writes every model x EXPORT_CASES; returns ([(package, None, dir)], [refused lines])."""
+    """Writes every model x EXPORT_CASES; returns ([(package, None, dir)], [refused lines]).
+    `models`: paths, or (path, extra arguments) pairs."""
     os.makedirs(args.export_dir, exist_ok=True)
     made, refused = [], []
-    for model in models:
+    for item in models:
+        model, extra = item if isinstance(item, tuple) else (item, [])
         stem = os.path.splitext(os.path.basename(model))[0]
         for tag, argv in EXPORT_CASES:
             out = os.path.join(args.export_dir, f"{stem}.{tag}.mlpackage")
@@ -297,7 +325,7 @@ def export_all(args, models):
             # source compressed the same way, written as .onnx by the same `compress` (one compression for both
             # outputs, so the weights the package could not hold compressed stay float32 in both).
             reference, rtol = model, 1e-5
-            cmd = [args.shrinkwrap, argv[0], model, "-o", out] + argv[1:]
+            cmd = [args.shrinkwrap, argv[0], model, "-o", out] + argv[1:] + extra
             if argv[0] == "compress":
                 reference = os.path.join(args.export_dir, f"{stem}.{tag}.reference.onnx")
                 cmd += ["-o", reference, "--min-elements", "0"]
@@ -305,6 +333,11 @@ def export_all(args, models):
             if r.returncode != 0 or not os.path.isdir(out):
                 refused.append(f"{stem}.{tag}: exporter refused: {last_error(r.stderr)}")
                 continue
+            if argv[0] == "convert" and extra:
+                # Pinned shapes or inputs made constants: the reference is the source converted the same way.
+                reference = os.path.join(args.export_dir, f"{stem}.{tag}.reference.onnx")
+                subprocess.run([args.shrinkwrap, "convert", model, "-o", reference] + extra, capture_output=True, text=True,
+                               timeout=args.timeout)
             if "--precision" in argv and "float16" in argv:
                 rtol = 1e-2  # weights rounded to float16 (our interpreter computes in float32)
             made.append((out, {"roundtrip": {"reference": reference, "rtol": rtol}}, args.export_dir))
@@ -316,7 +349,8 @@ def roundtrip(args, path, spec, tmp):
     ref = spec["reference"]
     if not os.path.exists(ref):
         raise AssertionError(f"no reference model {ref}")
-    info = json.loads(subprocess.run([args.shrinkwrap, "inspect", ref, "--json"], capture_output=True, text=True,
+    # The package's inputs: fixed shapes (the source may have free dims), the source's names (restored on reading).
+    info = json.loads(subprocess.run([args.shrinkwrap, "inspect", path, "--json"], capture_output=True, text=True,
                                      timeout=args.timeout).stdout)
     rng = np.random.default_rng(0)
     feeds = {}
@@ -348,16 +382,18 @@ def main():
     ap.add_argument("--strict", action="store_true", help="a skipped check (not imported / exporter refused) fails")
     ap.add_argument("--only", action="append", default=[], help="package names matching this glob or substring")
     ap.add_argument("--export", nargs="+", default=[], metavar="MODEL", help="write these models as packages first")
+    ap.add_argument("--corpus", nargs="+", default=[], metavar="ID",
+                    help="also write these corpus models (or 'all') in every form, their real inputs' shapes pinned")
     ap.add_argument("--export-dir", default=os.path.join(tempfile.gettempdir(), "shrinkwrap-mlprogram-export"))
     ap.add_argument("--timeout", type=float, default=600)
     args = ap.parse_args()
-    if (args.weights or args.run or args.export) and not args.shrinkwrap:
+    if (args.weights or args.run or args.export or args.corpus) and not args.shrinkwrap:
         ap.error("--weights, --run and --export need --shrinkwrap")
     mods = coremltools_modules()
     items = collect(args.paths)
     refused = []
-    if args.export:
-        made, refused = export_all(args, args.export)
+    if args.export or args.corpus:
+        made, refused = export_all(args, args.export + (corpus_models(args.corpus) if args.corpus else []))
         items += made
     if args.only:
         items = [i for i in items if any(fnmatch.fnmatch(os.path.basename(i[0]), f"*{o}*") for o in args.only)]
