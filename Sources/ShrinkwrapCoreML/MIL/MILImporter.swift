@@ -137,6 +137,8 @@ struct MILReader {
     var weights: [String: WeightEncoding] = [:]
     /// List values (`MILOpReaders+Lists.swift`), each held as a tensor [length, element…].
     var lists: [String: MILList] = [:]
+    /// The zeros each make_list of this graph level made, with their constants (dropped when unread).
+    var emptyLists: [String: [String]] = [:]
     /// The operation being read, and where it is.
     var op = MILOperation()
     var place = ""
@@ -163,6 +165,7 @@ struct MILReader {
         reserveNames(block.operations)
         try readOperations(block.operations, place: "function '\(name)'")
         try readOutputs(block.outputs, description: d)
+        dropUnreadEmptyLists()
         return graph
     }
 

@@ -71,6 +71,7 @@ extension MILReader {
     mutating func loopBody(_ body: MILBlock, cond: MILBlock, initial: [String]) throws -> Graph {
         var sub = self
         sub.graph = Graph()
+        sub.emptyLists = [:]
         for c in graph.constants { sub.graph.setConstant(c) }
         let iteration = sub.names.fresh("\(out())_iteration"), condIn = sub.names.fresh("\(out())_cond_in")
         var inputs = [ValueInfo(name: iteration, dtype: .int64, shape: []), ValueInfo(name: condIn, dtype: .bool, shape: [])]
@@ -117,6 +118,8 @@ extension MILReader {
         let outputs = results.enumerated().map { k, v in
             ValueInfo(name: v, dtype: k == 0 ? .bool : inputs[k + 1].dtype, shape: k == 0 ? [] : sub.shape(v).map { $0.map(Dim.fixed) })
         }
+        sub.graph.outputs = outputs
+        sub.dropUnreadEmptyLists()
         for c in sub.graph.constants where !graph.isConstant(c.name) { graph.setConstant(c) }
         names = sub.names
         return Graph(name: out(), inputs: inputs, outputs: outputs, nodes: sub.graph.nodes)

@@ -83,8 +83,21 @@ extension MILReader {
         case .bool: zero = Tensor(bools: [false], shape: [])
         default: zero = .scalar(0)
         }
-        node("Expand", [constant(.dense(zero), "\(out())_zero"), ints(list.shape, "\(out())_shape")], [out()])
+        let inputs = [constant(.dense(zero), "\(out())_zero"), ints(list.shape, "\(out())_shape")]
+        node("Expand", inputs, [out()])
+        emptyLists[out()] = inputs
         defineList(out(), list)
+    }
+
+    /// Drops the zeros of made lists nothing reads (a list_scatter of a whole tensor replaced them), with their constants.
+    mutating func dropUnreadEmptyLists() {
+        guard !emptyLists.isEmpty else { return }
+        var read = Set(graph.outputs.map(\.name))
+        for n in graph.nodes { read.formUnion(n.readNames) }
+        let unread = emptyLists.filter { !read.contains($0.key) }
+        graph.nodes.removeAll { $0.opType == "Expand" && $0.outputs.count == 1 && unread[$0.outputs[0]] != nil }
+        for c in unread.values.joined() { graph.removeConstant(named: c) }
+        emptyLists = [:]
     }
 
     /// list_scatter: rows `indices` of the list become `value`'s rows (the whole tensor when they are 0..<length).
