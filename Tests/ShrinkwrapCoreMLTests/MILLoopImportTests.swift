@@ -160,6 +160,12 @@ final class MILLoopImportTests: XCTestCase {
               mentions: ["body block input[2] 'bls'", "does not match loop_vars[2] 'ls0'"])
     }
 
+    /// The cond block is read twice; a loop nested in it would double the work at every level.
+    func testACondBlockHoldingALoopIsRefused() {
+        error(Self.loopModel(Self.editLoop { $0.blocks[0].operations[0].blocks = [$0.blocks[1]] }),
+              mentions: ["while_loop 'i_out'", "cond block holds a nested loop"])
+    }
+
     func testUnsupportedOpsInsideLoopsAreListedWithTheOthers() {
         error(Self.loopModel { ops in
             for k in ops.indices where ops[k].type == "while_loop" { ops[k].blocks[1].operations[0].type = "frobnicate" }

@@ -42,6 +42,8 @@ extension MILReader {
                       + "and returns \(body.outputs.count), the op has \(op.outputs.count) outputs")
         }
         guard cond.outputs.count == 1 else { throw bad("the cond block returns \(cond.outputs.count) values, not one bool") }
+        // The cond block is read twice (before the loop and in the body): blocks nested in it would double at every level.
+        guard cond.operations.allSatisfy({ $0.blocks.isEmpty }) else { throw refuse("a while_loop whose cond block holds a nested loop or branch") }
         let loopOp = op, loopPlace = place
         let condInit = try condition(cond, on: initial, place: "\(loopPlace) cond block")
         op = loopOp; place = loopPlace

@@ -108,7 +108,7 @@ extension MILReader {
         if let s = shape(value), Array(s.dropFirst()) != l.element || indices.constant.map({ $0.count != s.first }) == true {
             throw bad("value of shape \(s) for \(indices.constant.map { "\($0.count) indices into " } ?? "")a list of \(l.element) elements")
         }
-        if indices.constant == Array(0..<l.length) {
+        if let c = indices.constant, c.count == l.length, c.enumerated().allSatisfy({ $0.offset == $0.element }) {
             node("Identity", [value], [out()])
         } else {
             let rows = temp("rows")
