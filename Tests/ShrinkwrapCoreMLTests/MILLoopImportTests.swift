@@ -120,6 +120,20 @@ final class MILLoopImportTests: XCTestCase {
         XCTAssertEqual(out["n"]?.ints, [3])
     }
 
+    /// The fuzz seed (a Model message, "MILBLOB:", weight.bin) holds a while_loop the harness reads.
+    func testTheFuzzSeedImportsWithItsLoop() throws {
+        let url = Self.dir.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/ModelFuzz/seeds/mlprogram_gru_while_loop.mlmodel")
+        let bytes = try Data(contentsOf: url)
+        let marker = try XCTUnwrap(bytes.range(of: Data("MILBLOB:".utf8), options: .backwards))
+        let model = try MILImporter.parse(bytes[bytes.startIndex..<marker.lowerBound], file: "seed.mlmodel")
+        let g = try MILImporter.importProgram(model, file: "seed.mlmodel",
+                                              blobFiles: [MLPackage.modelPathPrefix + "weights/weight.bin": [UInt8](bytes[marker.upperBound...])])
+        XCTAssertEqual(g.nodes.filter { $0.opType == "Loop" }.count, 1)
+        let probs = try Interpreter(graph: g).run(["tokens": Tensor(ints: Array(repeating: 3, count: 12), shape: [1, 12], dtype: .int32)])["probs"]
+        XCTAssertEqual(probs?.shape, [1, 3])
+    }
+
     // MARK: - Malformed loops and lists
 
     func error(_ m: CoreML_Specification_Model, mentions: [String], file: StaticString = #filePath, line: UInt = #line) {

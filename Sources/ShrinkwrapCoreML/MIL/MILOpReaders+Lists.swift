@@ -18,13 +18,13 @@ extension MILOpReaders {
         "list_write": { r in try r.listWrite() },
         "list_read": { r in
             let (ls, l) = try r.listInput()
-            let index = try r.listIndices("index", of: l, reading: true)
-            r.node("Gather", [ls, index.value], [r.out()], ["axis": .int(0)])
+            let index = try r.listIndexTensor("index", try r.constantListIndices("index", of: l, reading: true), shape: nil)
+            r.node("Gather", [ls, index], [r.out()], ["axis": .int(0)])
         },
         "list_gather": { r in
             let (ls, l) = try r.listInput()
-            let indices = try r.listIndices("indices", of: l, reading: true)
-            r.node("Gather", [ls, indices.value], [r.out()], ["axis": .int(0)])
+            let indices = try r.listIndexTensor("indices", try r.constantListIndices("indices", of: l, reading: true), shape: nil)
+            r.node("Gather", [ls, indices], [r.out()], ["axis": .int(0)])
         },
         "list_length": { r in
             let (_, l) = try r.listInput()
@@ -104,16 +104,14 @@ extension MILReader {
     mutating func listScatter() throws {
         let (ls, l) = try listInput()
         let value = try x("value")
-        let indices = try listIndices("indices", of: l, reading: false)
-        if let s = shape(value), Array(s.dropFirst()) != l.element || indices.constant.map({ $0.count != s.first }) == true {
-            throw bad("value of shape \(s) for \(indices.constant.map { "\($0.count) indices into " } ?? "")a list of \(l.element) elements")
+        let indices = try constantListIndices("indices", of: l, reading: false)
+        if let s = shape(value), Array(s.dropFirst()) != l.element || indices.map({ $0.count != s.first }) == true {
+            throw bad("value of shape \(s) for \(indices.map { "\($0.count) indices into " } ?? "")a list of \(l.element) elements")
         }
-        if let c = indices.constant, c.count == l.length, c.enumerated().allSatisfy({ $0.offset == $0.element }) {
+        if let c = indices, c.count == l.length, c.enumerated().allSatisfy({ $0.offset == $0.element }) {
             node("Identity", [value], [out()])
         } else {
-            let rows = temp("rows")
-            node("Unsqueeze", [try asInt64(indices.value), ints([1], "\(out())_axes")], [rows])
-            node("ScatterND", [ls, rows, value], [out()])
+            node("ScatterND", [ls, try listIndexTensor("indices", indices, shape: [indices?.count ?? -1, 1]), value], [out()])
         }
         defineList(out(), l)
     }
@@ -122,12 +120,11 @@ extension MILReader {
     mutating func listWrite() throws {
         let (ls, l) = try listInput()
         let value = try x("value")
-        let index = try listIndices("index", of: l, reading: false)
+        let index = try constantListIndices("index", of: l, reading: false)
         if let s = shape(value), s != l.element { throw bad("value of shape \(s) for a list of \(l.element) elements") }
-        let row = temp("row"), update = temp("update")
-        node("Reshape", [try asInt64(index.value), ints([1, 1], "\(out())_row_shape")], [row])
+        let update = temp("update")
         node("Unsqueeze", [value, ints([0], "\(out())_axes")], [update])
-        node("ScatterND", [ls, row, update], [out()])
+        node("ScatterND", [ls, try listIndexTensor("index", index, shape: [1, 1]), update], [out()])
         defineList(out(), l)
     }
 
@@ -141,20 +138,34 @@ extension MILReader {
         return (n, l)
     }
 
-    /// Index input `key` into list `l`: constant indices are checked against its length; a write past
-    /// the end of a growing list, or at a computed index into one, is refused.
-    mutating func listIndices(_ key: String, of l: MILList, reading: Bool) throws -> (value: String, constant: [Int]?) {
-        let value = try x(key)
-        guard graph.isConstant(value) else {
+    /// The constant indices of input `key` into list `l`, checked against its length; nil when computed.
+    /// A write past the end of a growing list, or at a computed index into one, is refused.
+    func constantListIndices(_ key: String, of l: MILList, reading: Bool) throws -> [Int]? {
+        guard let b = bindings(key)?.first else { throw bad("no input '\(key)'") }
+        if case .name(let n)? = b.binding, literals[n] == nil, weights[n] == nil {
             if !reading && l.dynamic { throw refuse("a list with unbounded length (dynamic_length, written at a computed index)") }
-            return (value, nil)
+            return nil
         }
         guard let indices = try intList(key) else { throw bad("no input '\(key)'") }
         for i in indices where i < 0 || i >= l.length {
             if !reading && l.dynamic { throw refuse("a list with unbounded length (index \(i) past its length \(l.length))") }
             throw bad("\(op.type) index \(i) outside the list's length \(l.length)")
         }
-        return (value, indices)
+        return indices
+    }
+
+    /// Index input `key` as an IR value: `constant` as int64 (of its own shape, or `shape`), else the
+    /// computed value (cast to int64 and reshaped to `shape` when one is given, for ScatterND).
+    mutating func listIndexTensor(_ key: String, _ constant: [Int]?, shape s: [Int]?) throws -> String {
+        if let constant {
+            let own = try s ?? param(key)?.shape ?? [constant.count]
+            return self.constant(.dense(Tensor(ints: constant.map(Int64.init), shape: own)), "\(out())_\(key)")
+        }
+        let v = try x(key)
+        guard let s else { return v }
+        let r = temp(key)
+        node("Reshape", [try asInt64(v), ints(s, "\(out())_\(key)_shape")], [r])
+        return r
     }
 
     /// Records that `name` holds list `l` (a tensor of its shape).
