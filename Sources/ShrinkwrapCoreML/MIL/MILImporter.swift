@@ -135,6 +135,10 @@ struct MILReader {
     /// Constant values by name: literals (what parameters read) and weights (what tensor inputs read).
     var literals: [String: MILLiteral] = [:]
     var weights: [String: WeightEncoding] = [:]
+    /// List values (`MILOpReaders+Lists.swift`), each held as a tensor [length, element…].
+    var lists: [String: MILList] = [:]
+    /// The zeros each make_list of this graph level made, with their constants (dropped when unread).
+    var emptyLists: [String: [String]] = [:]
     /// The operation being read, and where it is.
     var op = MILOperation()
     var place = ""
@@ -158,10 +162,22 @@ struct MILReader {
         graph.metadata = ModelReader.readMetadata(d)
         try readInputs(function, description: d)
         names = NameAllocator(.suffixed, taken: graph.inputs.map(\.name))
-        for o in block.operations { for v in o.outputs { names.reserve(v.name) } }
+        reserveNames(block.operations)
         try readOperations(block.operations, place: "function '\(name)'")
         try readOutputs(block.outputs, description: d)
+        dropUnreadEmptyLists()
         return graph
+    }
+
+    /// Reserves every value name the operations define, in nested blocks too (their inputs as well).
+    mutating func reserveNames(_ ops: [MILOperation]) {
+        for o in ops {
+            for v in o.outputs { names.reserve(v.name) }
+            for b in o.blocks {
+                for v in b.inputs { names.reserve(v.name) }
+                reserveNames(b.operations)
+            }
+        }
     }
 
     /// The function's inputs, typed as the model description says (images, flexible shapes).
@@ -223,6 +239,8 @@ struct MILReader {
                 if !unsupported.contains(o.type) { unsupported.append(o.type) }
                 continue
             }
+            let nested = MILOpReaders.unsupported(in: o.blocks)
+            for t in nested where !unsupported.contains(t) { unsupported.append(t) }
             if !unsupported.isEmpty { continue }  // keep collecting op types; nothing after an unknown op can be read
             do {
                 try reader(&self)

@@ -10,7 +10,7 @@ enum MILOpReaders {
     static let table: [String: MILOpReader] = {
         var t: [String: MILOpReader] = [:]
         for family in [values, elementwise, activations, reductions, convolution, normalization, linear, shapes, slicing,
-                       indexing, recurrent, constexpr, misc] {
+                       indexing, recurrent, constexpr, misc, lists, controlFlow] {
             t.merge(family) { a, _ in a }
         }
         return t
