@@ -46,6 +46,11 @@ public enum AtomicFile {
                 try? fm.removeItem(at: tmp)
                 throw Error(description: "\(url.path): is a file, not a package folder; refusing to replace it")
             }
+            // Only a folder of the same kind is replaced (it holds the package's first file, its manifest).
+            if let first = files.first?.path, !fm.fileExists(atPath: url.appendingPathComponent(first).path) {
+                try? fm.removeItem(at: tmp)
+                throw Error(description: "\(url.path): is a folder without \(first), not a package written before; refusing to replace it")
+            }
             if rename(url.path, old.path) != 0 {
                 let reason = String(cString: strerror(errno))
                 try? fm.removeItem(at: tmp)
