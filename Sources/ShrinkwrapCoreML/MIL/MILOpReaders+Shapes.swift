@@ -120,7 +120,9 @@ extension MILReader {
         let x = try self.x()
         let to = try string("dtype", "fp32")
         switch to {
-        case "fp16", "fp32", "fp64": node("Identity", [x], [out()])
+        // A program in float16 runs in float32 here: casts to any float type give float32 (from a float,
+        // an identity; from a bool or an integer, a real conversion).
+        case "fp16", "fp32", "fp64": node("Cast", [x], [out()], ["to": .int(DType.float32.onnxDataType)])
         case "int32", "int16", "int8", "uint8", "uint16", "int64":
             let d: DType = ["int32": .int32, "int16": .int16, "int8": .int8, "uint8": .uint8, "uint16": .uint16, "int64": .int64][to] ?? .int32
             node("Cast", [x], [out()], ["to": .int(d.onnxDataType)])
