@@ -189,7 +189,7 @@ public enum CompressWeights {
         for k in graph.nodes.indices {
             for (key, sub) in graph.nodes[k].subgraphs {
                 var compressed = sub
-                let log = try run(&compressed, plan: plan, threads: threads)
+                let log = try run(&compressed, plan: plan, threads: threads, fits: fits)
                 graph.nodes[k].attributes[key] = .graph(compressed)
                 entries += log.entries
                 subgraphEncodeSeconds += log.encodeSeconds

@@ -406,6 +406,11 @@ extension WeightEncoding {
     /// ↔ [C] ↔ [C, 1, 1]); otherwise the reshape is refused.
     public func reshaped(_ newShape: [Int]) throws(WeightLayoutError) -> WeightEncoding {
         let shape = self.shape
+        // Dropping leading axes of size 1 keeps any encoding as it is (scales and tables move with their axes).
+        if shape.count > newShape.count, shape.prefix(shape.count - newShape.count).allSatisfy({ $0 == 1 }),
+           Array(shape.suffix(newShape.count)) == newShape {
+            return try droppingLeadingAxes(shape.count - newShape.count)
+        }
         guard let n = checkedElementCount(newShape), n == count else {
             throw WeightLayoutError("cannot reshape \(shape) to \(newShape)")
         }
@@ -477,5 +482,24 @@ extension AffineWeights {
             block[k] = k == a ? blockSize : 1
         }
         return block
+    }
+}
+
+extension WeightEncoding {
+    /// The same weight without its first `k` axes, all of size 1.
+    func droppingLeadingAxes(_ k: Int) throws(WeightLayoutError) -> WeightEncoding {
+        let newShape = Array(shape.dropFirst(k))
+        switch self {
+        case .dense(let t): return .dense(Tensor(dtype: t.dtype, shape: newShape, storage: t.storage))
+        case .float16(let h): return .float16(try Float16Weights(shape: newShape, bits: h.bits))
+        case .affine(let a):
+            return .affine(try AffineWeights(shape: newShape, bits: a.bits, signed: a.signed, q: a.q, blockShape: Array(a.blockShape.dropFirst(k)),
+                                             scale: a.scale, bias: a.bias))
+        case .palette(let p):
+            // Tables along a dropped axis (size 1) are one table: along the new first axis, one group.
+            let axis = p.axis >= k ? p.axis - k : 0
+            let group = p.axis >= k ? p.groupSize : max(newShape.first ?? 1, 1)
+            return .palette(try PaletteWeights(shape: newShape, bits: p.bits, indices: p.indices, lut: p.lut, axis: axis, groupSize: group))
+        }
     }
 }

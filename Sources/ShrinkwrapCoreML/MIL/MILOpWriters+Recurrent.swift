@@ -188,8 +188,9 @@ extension MILOpWriters {
             }
             let per = form.gates * s.hidden
             do {
-                let flat = try c.encoding.reshaped([s.dirs * per, cols])
-                let parts = try form.order.map { g in try flat.rows((dir * per + g * s.hidden)..<(dir * per + (g + 1) * s.hidden)) }
+                // [dirs, gates·H, cols]: this direction's slice (axis 0), its leading 1 dropped, then the gates.
+                let flat = try c.encoding.rows(dir..<(dir + 1)).reshaped([per, cols])
+                let parts = try form.order.map { g in try flat.rows((g * s.hidden)..<((g + 1) * s.hidden)) }
                 return try MILWeights.write(Constant(name: name, encoding: try WeightEncoding.stackingRows(parts)), in: &w)
             } catch let e as WeightLayoutError {
                 throw MILWriterError("compressed weight '\(c.name)' cannot keep its encoding when its gates are reordered (\(e.reason)); compress it per tensor or per output channel")
