@@ -24,6 +24,45 @@ public enum Models {
         return try f.importer(url)
     }
 
+    /// The bytes a model is made of, for its size and digest in reports: a
+    /// file's, or a package folder's files in path order (each preceded by
+    /// its relative path).
+    public static func sourceBytes(_ path: String) throws -> Data {
+        let url = URL(fileURLWithPath: path)
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue else {
+            return try Data(contentsOf: url, options: .mappedIfSafe)
+        }
+        guard let walker = FileManager.default.enumerator(atPath: path) else { return Data() }
+        var files: [String] = []
+        for case let rel as String in walker {
+            var d: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent(rel).path, isDirectory: &d), !d.boolValue { files.append(rel) }
+        }
+        var out = Data()
+        for rel in files.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            out.append(Data(rel.utf8))
+            out.append(try Data(contentsOf: url.appendingPathComponent(rel), options: .mappedIfSafe))
+        }
+        return out
+    }
+
+    /// Bytes on disk of a model file or package folder.
+    public static func sourceSize(_ path: String) throws -> Int {
+        let url = URL(fileURLWithPath: path)
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue else {
+            return (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        }
+        var total = 0
+        guard let walker = FileManager.default.enumerator(atPath: path) else { return 0 }
+        for case let rel as String in walker {
+            let attrs = try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent(rel).path)
+            if attrs?[.type] as? FileAttributeType == .typeRegular { total += (attrs?[.size] as? NSNumber)?.intValue ?? 0 }
+        }
+        return total
+    }
+
     /// Fails early when `path` names no format with an exporter, or an input.
     public static func checkWritable(_ path: String, inputs: [String], options: ExportOptions = ExportOptions()) throws {
         let url = URL(fileURLWithPath: path)

@@ -60,7 +60,8 @@ public enum Sweep {
     public static func run(model path: String, inputs: [[String: Tensor]], data: DataInfo, options o: SweepOptions,
                            progress: SweepProgress? = nil) throws -> SweepReport {
         let url = URL(fileURLWithPath: path)
-        let fileData = try Data(contentsOf: url, options: .mappedIfSafe)
+        let fileData = try Models.sourceBytes(path)
+        let fileSize = try Models.sourceSize(path)
         let graph = try Models.load(path)
         let plan = try variants(o)
         let started = Date()
@@ -133,7 +134,7 @@ public enum Sweep {
         if let m = o.minElements { options["min_elements"] = String(m) }
         return SweepReport(tool: "shrinkwrap \(shrinkwrapVersion)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
-                           data: data, options: options, reference: size(graph, fileBytes: fileData.count), variants: result)
+                           data: data, options: options, reference: size(graph, fileBytes: fileSize), variants: result)
     }
 
     /// The compression settings of one variant.
@@ -174,12 +175,12 @@ public enum Sweep {
         let runner = try AgreementRunner(reference: reference, inputs: data.samples, labels: labels.isEmpty ? reference.metadata.labels : labels,
                                          layerSamples: layerSamples, threads: threads)
         let (outputs, layers) = try runner.compare(candidate)
-        let source = try Data(contentsOf: URL(fileURLWithPath: referencePath), options: .mappedIfSafe)
+        let source = try Models.sourceBytes(referencePath)
         return SweepReport(
             tool: "shrinkwrap \(shrinkwrapVersion)",
             model: ModelInfo(file: URL(fileURLWithPath: referencePath).lastPathComponent, sha256: SHA256.hex(source), format: reference.sourceFormat),
             data: DataInfo(description: data.description, count: data.samples.count, sha256: data.sha256, random: data.random),
-            options: options, reference: size(reference, fileBytes: source.count),
+            options: options, reference: size(reference, fileBytes: try Models.sourceSize(referencePath)),
             variants: [Variant(mode: mode, bits: bits, granularity: granularity, size: size(candidate, fileBytes: fileSize(candidatePath)),
                                outputs: outputs, layers: layers, file: candidatePath)])
     }

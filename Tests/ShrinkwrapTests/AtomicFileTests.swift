@@ -41,4 +41,18 @@ final class AtomicFileTests: XCTestCase {
         XCTAssertEqual(try String(contentsOf: other.appendingPathComponent("cat.jpg"), encoding: .utf8), "keep")
         XCTAssertThrowsError(try AtomicFile.writeFolder(files("four"), to: pkg, protecting: [pkg])) { XCTAssertTrue("\($0)".contains("input"), "\($0)") }
     }
+
+    /// A package's size and digest input (reports of a sweep over an .mlpackage): its files, in path order.
+    func testSourceBytesOfAPackageFolder() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("source-bytes-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let pkg = dir.appendingPathComponent("m.mlpackage")
+        try AtomicFile.writeFolder([("Manifest.json", Data("ab".utf8)), ("Data/w.bin", Data("cde".utf8))], to: pkg)
+        XCTAssertEqual(try Models.sourceSize(pkg.path), 5)
+        XCTAssertEqual(try Models.sourceBytes(pkg.path), Data("Data/w.bincdeManifest.jsonab".utf8))
+        let file = dir.appendingPathComponent("f.onnx")
+        try Data("xyz".utf8).write(to: file)
+        XCTAssertEqual(try Models.sourceSize(file.path), 3)
+        XCTAssertEqual(try Models.sourceBytes(file.path), Data("xyz".utf8))
+    }
 }
