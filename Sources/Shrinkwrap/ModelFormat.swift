@@ -137,7 +137,7 @@ public enum ModelFormats {
             }
             options.precision = precision
         }
-        let package = try MILExporter.export(g, options: options, preparing: { try ExportPreparation.prepare($0, format: MILExporter.format).graph })
+        let package = try MILExporter.export(g, options: options, preparing: { try ExportPreparation.prepare($0, format: MILExporter.format, keepingLoops: true).graph })
         let weights = package.weights.count
         return ExportedModel(files: package.files,
                              sizeSummary: "ML Program for \(package.target) (\(options.precision.rawValue)): model \(package.model.count) bytes + weight.bin \(weights) bytes")

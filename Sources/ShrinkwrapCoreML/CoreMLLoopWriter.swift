@@ -45,9 +45,7 @@ extension NNWriter {
         }
         let body = try bodyGraph(source)
         let reads = Set(body.nodes.flatMap(\.inputs)).union(body.outputs.map(\.name))
-        let condOut = body.outputs[0].name
-        let condIn = body.inputs[1].name
-        let needsCondition = !(alwaysTrue(n.input(1), in: graph) && (condOut == condIn || alwaysTrue(condOut, in: body)))
+        let needsCondition = n.loopNeedsCondition(in: graph, body: body)
         if !needsCondition, trip == nil { throw LayerWriterError("neither a trip count nor a condition: it would never end") }
 
         // State blobs, initialised before the loop.
@@ -112,13 +110,6 @@ extension NNWriter {
             throw LayerWriterError("body value '\(clash)' has the name of a value outside the loop")
         }
         return try CoreMLLowering.pipeline.applied(to: body)
-    }
-
-    /// Whether `v` is absent (ONNX: true) or a constant that is true everywhere.
-    func alwaysTrue(_ v: String?, in g: Graph) -> Bool {
-        guard let v else { return true }
-        guard let c = g.constant(named: v) else { return false }
-        return c.encoding.decoded().doubles.allSatisfy { $0 != 0 }
     }
 
     /// A one-element constant blob `name` = `value`.

@@ -118,3 +118,23 @@ extension Graph {
         return n
     }
 }
+
+extension Graph {
+    /// Whether `v` is absent (ONNX's meaning of a missing condition: true) or
+    /// a constant of this graph that is true everywhere.
+    public func isAlwaysTrue(_ v: String?) -> Bool {
+        guard let v, !v.isEmpty else { return true }
+        guard let c = constant(named: v) else { return false }
+        return c.encoding.decoded().doubles.allSatisfy { $0 != 0 }
+    }
+}
+
+extension Node {
+    /// For an ONNX Loop in `graph` with `body`: whether its condition can
+    /// ever stop it (its initial condition or the body's condition output is
+    /// not always true). When not, only the trip count ends the loop.
+    public func loopNeedsCondition(in graph: Graph, body: Graph) -> Bool {
+        guard body.inputs.count > 1, let condOut = body.outputs.first?.name else { return true }
+        return !(graph.isAlwaysTrue(input(1)) && (condOut == body.inputs[1].name || body.isAlwaysTrue(condOut)))
+    }
+}

@@ -151,8 +151,28 @@ struct MILWriter {
             let want = MILProgramBuilder.sanitized(o.name)
             if builder.reserve(want) { reservedOutputs[o.name] = want }
         }
+        let unsupported = try writeNodes()
+        if !unsupported.isEmpty { throw ExportError.unsupportedOps(format: MILExporter.format, ops: unsupported) }
+        try writeOutputs()
+        var block = CoreML_Specification_MILSpec_Block()
+        block.operations = builder.operations
+        block.outputs = outputs
+        var f = CoreML_Specification_MILSpec_Function()
+        f.inputs = inputs
+        f.opset = target.opset
+        f.blockSpecializations[target.opset] = block
+        var p = CoreML_Specification_MILSpec_Program()
+        p.version = 1
+        p.functions["main"] = f
+        return p
+    }
+
+    /// Writes every node of the graph in order; returns the ones without a
+    /// MIL form (op and why), each once (nodes reading what a failed node
+    /// should have made are not listed again). Other errors (weights without
+    /// a form) are thrown.
+    mutating func writeNodes() throws -> [String] {
         var unsupported: [String] = []
-        // Values a failed node should have made: nodes reading them are not reported again.
         var missing = Set<String>()
         for node in graph.nodes {
             if node.inputs.contains(where: missing.contains) {
@@ -169,19 +189,7 @@ struct MILWriter {
                 missing.formUnion(node.outputs)
             }
         }
-        if !unsupported.isEmpty { throw ExportError.unsupportedOps(format: MILExporter.format, ops: unsupported) }
-        try writeOutputs()
-        var block = CoreML_Specification_MILSpec_Block()
-        block.operations = builder.operations
-        block.outputs = outputs
-        var f = CoreML_Specification_MILSpec_Function()
-        f.inputs = inputs
-        f.opset = target.opset
-        f.blockSpecializations[target.opset] = block
-        var p = CoreML_Specification_MILSpec_Program()
-        p.version = 1
-        p.functions["main"] = f
-        return p
+        return unsupported
     }
 
     // MARK: inputs and outputs

@@ -293,6 +293,12 @@ extension MILReader {
         return a.arguments
     }
 
+    /// Whether input `key` is computed at run time (not a constant).
+    func isComputed(_ key: String) -> Bool {
+        guard case .name(let n)? = bindings(key)?.first?.binding else { return false }
+        return literals[n] == nil && weights[n] == nil
+    }
+
     /// Tensor input `key` (required).
     mutating func x(_ key: String = "x") throws -> String {
         guard let v = try opt(key) else { throw ImportError.malformed(loc(place), reason: "no input '\(key)'") }

@@ -11,7 +11,7 @@ extension MILOpReaders {
         for (mil, ir) in binary { t[mil] = { r in r.node(ir, [try r.x("x"), try r.x("y")], [r.out()]) } }
         let unary = ["exp": "Exp", "sqrt": "Sqrt", "abs": "Abs", "floor": "Floor", "ceil": "Ceil", "round": "Round", "sign": "Sign",
                      "erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan",
-                     "sinh": "Sinh", "cosh": "Cosh", "atanh": "Atanh", "logical_not": "Not"]
+                     "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "logical_not": "Not"]
         for (mil, ir) in unary { t[mil] = { r in r.node(ir, [try r.x()], [r.out()]) } }
         t["not_equal"] = { r in
             let eq = r.temp("equal")

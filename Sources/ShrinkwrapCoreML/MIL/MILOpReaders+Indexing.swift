@@ -17,6 +17,9 @@ extension MILOpReaders {
             let x = try r.x(), indices = try r.x("indices")
             r.node("GatherElements", [x, indices], [r.out()], ["axis": .int(try r.axis(try r.int("axis", 0), rank: try r.needRank(x)))])
         },
+        "scatter": { r in try r.scatter(along: true, ir: "ScatterElements", elementwise: false) },
+        "scatter_along_axis": { r in try r.scatter(along: true, ir: "ScatterElements", elementwise: true) },
+        "scatter_nd": { r in try r.scatter(along: false, ir: "ScatterND", elementwise: false) },
         "gather_nd": { r in
             r.node("GatherND", [try r.x(), try r.x("indices")], [r.out()], ["batch_dims": .int(try r.int("batch_dims", 0))])
         },
@@ -75,6 +78,7 @@ extension MILReader {
     mutating func sliceBySize() throws {
         let x = try self.x()
         let r = try needRank(x)
+        if isComputed("begin") { return try sliceBySizeFromRunTimeBegin(x, rank: r) }
         guard let begin = try intList("begin"), let size = try intList("size"), begin.count == r, size.count == r else {
             throw refuse("slice_by_size needs constant begin and size of the input's rank \(r)")
         }
@@ -91,6 +95,48 @@ extension MILReader {
         }
         node("Slice", [x, constant(.dense(Tensor(ints: starts, shape: [r])), "\(out())_starts"),
                        constant(.dense(Tensor(ints: ends, shape: [r])), "\(out())_ends")], [out()])
+    }
+
+    /// slice_by_size whose begin is computed: Slice from begin (negative ones
+    /// counted from the end) to begin + size (size −1: to the end).
+    mutating func sliceBySizeFromRunTimeBegin(_ x: String, rank r: Int) throws {
+        guard let size = try intList("size"), size.count == r else { throw refuse("slice_by_size needs a constant size of the input's rank \(r)") }
+        guard let dims = shape(x) else { throw refuse("slice_by_size from a computed begin into an input of unknown shape") }
+        let begin = try self.x("begin")
+        guard shape(begin) == [r] else { throw bad("begin must hold \(r) integers") }
+        let wide = temp("begin_int64"), negative = temp("begin_negative"), shifted = temp("begin_shifted"), starts = temp("starts"), ends = temp("ends")
+        node("Cast", [begin], [wide], ["to": .int(DType.int64.onnxDataType)])
+        node("Less", [wide, ints(Array(repeating: 0, count: r), "\(out())_zero")], [negative])
+        node("Add", [wide, ints(dims, "\(out())_dims")], [shifted])
+        node("Where", [negative, shifted, wide], [starts])
+        // Size −1 reaches past any end (Slice clamps).
+        node("Add", [starts, ints(zip(size, dims).map { $0 == -1 ? $1 : $0 }, "\(out())_size")], [ends])
+        node("Slice", [x, starts, ends], [out()])
+    }
+
+    /// scatter (rows along an axis), scatter_along_axis (elements along an
+    /// axis) and scatter_nd → ScatterElements / ScatterND; the modes are
+    /// ONNX's reductions (MIL's default mode is add).
+    mutating func scatter(along: Bool, ir: String, elementwise: Bool) throws {
+        let data = try x("data"), indices = try x("indices"), updates = try x("updates")
+        let reductions = ["update": "none", "add": "add", "mul": "mul", "max": "max", "min": "min"]
+        let mode = try string("mode", "add")
+        guard let reduction = reductions[mode] else { throw refuse("\(op.type) mode '\(mode)'") }
+        var attributes: [String: Attribute] = ["reduction": .string(reduction)]
+        if along {
+            let rank = try needRank(data)
+            let a = try axis(try int("axis", 0), rank: rank)
+            attributes["axis"] = .int(a)
+            if !elementwise {
+                // scatter: indices pick whole slices along the axis, as ONNX's ScatterND does along axis 0.
+                guard a == 0, shape(indices)?.count == 1 else { throw refuse("scatter along axis \(a) or with indices of rank ≠ 1") }
+                let column = temp("indices_column")
+                node("Unsqueeze", [indices, ints([1], "\(out())_column_axis")], [column])
+                node("ScatterND", [data, column, updates], [out()], ["reduction": .string(reduction)])
+                return
+            }
+        }
+        node(ir, [data, indices, updates], [out()], attributes)
     }
 
     /// topk: values and int32 indices along axis; ascending picks the smallest.

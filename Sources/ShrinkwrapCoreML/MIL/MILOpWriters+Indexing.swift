@@ -21,13 +21,8 @@ extension MILOpWriters {
             return w.builder.const(base, .int32(values, shape: try w.shape(irName)))
         }
         let v = try w.value(irName)
-        let t = try w.type(of: v)
-        guard t.dataType == .int32 else { throw MILWriterError("indices of type \(t.dataType)") }
-        let negative = w.builder.op1("less", [("x", .value(v)), ("y", .value(w.builder.int32(base + "_zero", 0)))],
-                                     output: w.builder.fresh(base + "_negative"), MILTensorType(dataType: .bool, shape: t.shape))
-        let size = dims.count == 1 ? w.builder.int32(base + "_size", dims[0]) : w.builder.int32s(base + "_size", dims)
-        let shifted = w.builder.op1("add", [("x", .value(v)), ("y", .value(size))], output: w.builder.fresh(base + "_shifted"), t)
-        return w.builder.op1("select", [("cond", .value(negative)), ("a", .value(shifted)), ("b", .value(v))], output: w.builder.fresh(base), t)
+        guard try w.type(of: v).dataType == .int32 else { throw MILWriterError("indices of type \(try w.type(of: v).dataType)") }
+        return try wrappedIndicesUnchecked(&w, n, v, dims: dims)
     }
 
     /// MIL's gathers and scatters move fp16 / fp32 / int32 values.
@@ -98,7 +93,7 @@ extension MILOpWriters {
         } else {
             iv = try w.value(idx)
             if try w.type(of: iv).dataType != .int32 { iv = w.cast(iv, to: .int32, base: n.outputs[0] + "_indices_int") }
-            iv = try wrappedIndicesUnchecked(&w, n, iv, depth: depth)
+            iv = try wrappedIndicesUnchecked(&w, n, iv, dims: [depth])
         }
         let out = try w.computeType(n.outputs[0]).dataType
         let (on, off): (String, String)
@@ -115,14 +110,16 @@ extension MILOpWriters {
                                   ("axis", .value(w.int(n, "axis", axis))), ("on_value", .value(on)), ("off_value", .value(off))])
     }
 
-    /// Run-time indices: negative ones shifted by `depth` (no range check; MIL leaves others alone).
-    static func wrappedIndicesUnchecked(_ w: inout MILWriter, _ n: Node, _ v: String, depth: Int) throws -> String {
+    /// Run-time indices: negative ones shifted by the size of their axis (no
+    /// range check; MIL leaves others alone). One size: every index; k sizes:
+    /// the last axis of `v` runs over them.
+    static func wrappedIndicesUnchecked(_ w: inout MILWriter, _ n: Node, _ v: String, dims: [Int]) throws -> String {
         let base = n.outputs[0] + "_indices"
         let t = try w.type(of: v)
         let negative = w.builder.op1("less", [("x", .value(v)), ("y", .value(w.builder.int32(base + "_zero", 0)))],
                                      output: w.builder.fresh(base + "_negative"), MILTensorType(dataType: .bool, shape: t.shape))
-        let shifted = w.builder.op1("add", [("x", .value(v)), ("y", .value(w.builder.int32(base + "_depth", depth)))],
-                                    output: w.builder.fresh(base + "_shifted"), t)
+        let size = dims.count == 1 ? w.builder.int32(base + "_size", dims[0]) : w.builder.int32s(base + "_size", dims)
+        let shifted = w.builder.op1("add", [("x", .value(v)), ("y", .value(size))], output: w.builder.fresh(base + "_shifted"), t)
         return w.builder.op1("select", [("cond", .value(negative)), ("a", .value(shifted)), ("b", .value(v))], output: w.builder.fresh(base), t)
     }
 

@@ -50,16 +50,31 @@ extension MILOpWriters {
     }
 
     /// Range with constant bounds: a constant (run-time bounds give a shape MIL knows at run time only).
+    /// Range: constant bounds give a constant. Bounds known at run time only,
+    /// with a fixed output length L (a loop body's range: the length seen in
+    /// every iteration), give start + delta · [0, 1, …, L−1].
     static let range: Writer = { w, n in
-        let bounds = try (0..<3).map { k -> Double in
-            let name = try input(n, k)
-            guard let c = w.graph.constant(named: name), let v = c.encoding.decoded().doubles.first else {
-                throw MILWriterError("run-time bounds (the length would be known at run time only)")
-            }
-            return v
-        }
         let count = try w.shape(n.outputs[0]).reduce(1, *)
-        w.names[n.outputs[0]] = try outputConstant(&w, n, (0..<count).map { bounds[0] + Double($0) * bounds[2] })
+        let bounds = try (0..<3).map { k -> Double? in
+            guard let c = w.graph.constant(named: try input(n, k)) else { return nil }
+            return c.encoding.decoded().doubles.first
+        }
+        if let start = bounds[0], bounds[1] != nil, let delta = bounds[2] {
+            w.names[n.outputs[0]] = try outputConstant(&w, n, (0..<count).map { start + Double($0) * delta })
+            return
+        }
+        let t = try w.computeType(n.outputs[0])
+        let steps: String
+        switch t.dataType {
+        case .int32: steps = w.builder.int32s(n.outputs[0] + "_steps", Array(0..<count))
+        case .float32, .float16: steps = w.builder.const(n.outputs[0] + "_steps", MILWeights.floats((0..<count).map { Float($0) }, shape: [count], w))
+        default: throw MILWriterError("a \(t.dataType) range")
+        }
+        var v = steps
+        if bounds[2] != 1 {
+            v = try step(&w, n, "mul", [("x", .value(v)), ("y", .value(try w.value(try input(n, 2))))], "scaled")
+        }
+        try w.emit(n, "add", [("x", .value(v)), ("y", .value(try w.value(try input(n, 0))))])
     }
 
     static let eyeLike: Writer = { w, n in

@@ -234,6 +234,10 @@ extension MILOpWriters {
             }
             return n.ints(attr)
         }
+        if let v = n.input(1), w.constInts(v) == nil {
+            try sliceFromRunTimeStarts(&w, n, axes: try values(3, "axes"), steps: try values(4, "steps"))
+            return
+        }
         guard let starts = try values(1, "starts"), let ends = try values(2, "ends") else { throw MILWriterError("starts / ends") }
         let axes = try values(3, "axes") ?? Array(0..<starts.count)
         let steps = try values(4, "steps") ?? Array(repeating: 1, count: starts.count)
@@ -258,6 +262,32 @@ extension MILOpWriters {
         try w.emit(n, "slice_by_index", [("x", .value(try w.value(x))), ("begin", .value(w.ints(n, "begin", begin))),
                                          ("end", .value(w.ints(n, "end", end))), ("stride", .value(w.ints(n, "stride", stride))),
                                          ("end_mask", .value(w.builder.const(n.outputs[0] + "_end_mask", .bools(endMask, shape: [rank]))))])
+    }
+
+    /// A Slice whose starts are known at run time only, and whose output
+    /// shape is fixed (a loop body's slice of one step: the shape seen in every
+    /// iteration): `slice_by_size` from the starts (negative ones counted from
+    /// the end) with the output's sizes. Steps of 1 only.
+    static func sliceFromRunTimeStarts(_ w: inout MILWriter, _ n: Node, axes given: [Int]?, steps: [Int]?) throws {
+        let x = try input(n, 0), startsName = try input(n, 1)
+        let shape = try w.shape(x), out = try w.shape(n.outputs[0])
+        let count = try w.shape(startsName).reduce(1, *)
+        let axes = try (given ?? Array(0..<count)).map { try normalize($0, rank: shape.count) }
+        guard axes.count == count, Set(axes).count == count else { throw MILWriterError("starts and axes of different lengths") }
+        guard (steps ?? []).allSatisfy({ $0 == 1 }) else { throw MILWriterError("run-time starts with steps other than 1") }
+        let starts = try w.value(startsName)
+        guard try w.type(of: starts).dataType == .int32 else { throw MILWriterError("starts of type \(try w.type(of: starts).dataType)") }
+        // begin[a] = starts[k] for axis a = axes[k], else 0: the starts and a zero, gathered per axis.
+        let base = n.outputs[0] + "_begin"
+        let padded = w.builder.op1("concat", [("values", .values([starts, w.builder.int32s(base + "_zero", [0])])), ("axis", .value(w.builder.int32(base + "_axis", 0))),
+                                              ("interleave", .value(w.builder.bool(base + "_interleave", false)))],
+                                   output: w.builder.fresh(base + "_padded"), MILTensorType(dataType: .int32, shape: [count + 1]))
+        let pick = shape.indices.map { a in axes.firstIndex(of: a) ?? count }
+        let begin = w.builder.op1("gather", [("x", .value(padded)), ("indices", .value(w.builder.int32s(base + "_pick", pick))),
+                                             ("axis", .value(w.builder.int32(base + "_pick_axis", 0)))],
+                                  output: w.builder.fresh(base + "_raw"), MILTensorType(dataType: .int32, shape: [shape.count]))
+        let wrapped = try wrappedIndicesUnchecked(&w, n, begin, dims: shape)
+        try w.emit(n, "slice_by_size", [("x", .value(try w.value(x))), ("begin", .value(wrapped)), ("size", .value(w.ints(n, "size", out)))])
     }
 
     static let pad: Writer = { w, n in
@@ -320,9 +350,19 @@ extension MILOpWriters {
         try w.emit(n, "gather", [("x", .value(try w.value(x))), ("indices", .value(iv)), ("axis", .value(w.int(n, "axis", axis)))])
     }
 
+    /// Tile; repeats known at run time only come from the fixed input and
+    /// output shapes (a loop body's tile: the shapes seen in every iteration).
     static let tile: Writer = { w, n in
         let x = try input(n, 0)
-        guard let reps = w.constInts(n.input(1)) else { throw MILWriterError("repeats that are not constants") }
+        var reps = w.constInts(n.input(1))
+        if reps == nil {
+            let inShape = try w.shape(x), outShape = try w.shape(n.outputs[0])
+            guard inShape.count == outShape.count, zip(inShape, outShape).allSatisfy({ $0 > 0 && $1 % $0 == 0 }) else {
+                throw MILWriterError("repeats that are not constants, from \(inShape) to \(outShape)")
+            }
+            reps = zip(inShape, outShape).map { $1 / $0 }
+        }
+        guard let reps else { throw MILWriterError("no repeats") }
         try w.emit(n, "tile", [("x", .value(try w.value(x))), ("reps", .value(w.ints(n, "reps", reps)))])
     }
 

@@ -32,6 +32,7 @@ enum MILOpWriters {
             "IsNaN": isNaNOrInf, "IsInf": isNaNOrInf, "Mean": mean, "Hardmax": hardmax,
             "LpNormalization": lpNormalization, "GlobalLpPool": globalLpPool, "GroupNormalization": groupNorm,
             "MeanVarianceNormalization": meanVarianceNormalization,
+            "Loop": loop,
         ]
         for op in unaryOps.keys { t[op] = unary }
         for op in activationOps.keys { t[op] = activation }

@@ -42,7 +42,10 @@ struct MILProgramBuilder {
     /// Constants with at least this many elements go to weight.bin (as coremltools does).
     static let blobThreshold = 10
 
+    /// The ops of the block being built.
     private(set) var operations: [MILOperation] = []
+    /// The ops of the blocks around it, outermost first (while a loop's blocks are built).
+    private var enclosing: [[MILOperation]] = []
     private(set) var blobs = MILBlobWriter()
     private var names = NameAllocator()
     /// Types of the values defined so far.
@@ -86,7 +89,7 @@ struct MILProgramBuilder {
     /// Appends an op; returns its output names.
     @discardableResult
     mutating func op(_ type: String, _ inputs: [(String, MILArgument)], outputs: [(String, MILTensorType)],
-                     attributes: [String: MILValue] = [:], name: String? = nil) -> [String] {
+                     attributes: [String: MILValue] = [:], blocks: [MILBlock] = [], name: String? = nil) -> [String] {
         var o = MILOperation()
         o.type = type
         for (k, arg) in inputs {
@@ -112,9 +115,45 @@ struct MILProgramBuilder {
         }
         o.attributes = attributes
         o.attributes["name"] = Self.stringValue(name ?? outputs.first?.0 ?? type)
+        o.blocks = blocks
         operations.append(o)
         return outputs.map(\.0)
     }
+
+    // MARK: nested blocks
+
+    /// Starts a nested block: ops go to it until `endBlock`.
+    mutating func beginBlock() {
+        enclosing.append(operations)
+        operations = []
+    }
+
+    /// Ends the nested block begun last: its ops, with `inputs` and `outputs`.
+    mutating func endBlock(inputs: [(String, MILTensorType)], outputs: [String]) -> MILBlock {
+        var b = MILBlock()
+        b.inputs = inputs.map { n, t in
+            var nv = CoreML_Specification_MILSpec_NamedValueType()
+            nv.name = n
+            nv.type = t.proto
+            return nv
+        }
+        b.operations = operations
+        b.outputs = outputs
+        operations = enclosing.popLast() ?? []
+        return b
+    }
+
+    /// Swaps the block being built with the outermost one (again to swap
+    /// back): a loop body's constants go before the loop, computed once.
+    mutating func swapOutermost() {
+        guard !enclosing.isEmpty else { return }
+        let outer = enclosing[0]
+        enclosing[0] = operations
+        operations = outer
+    }
+
+    /// Whether ops now go to a nested block.
+    var isNested: Bool { !enclosing.isEmpty }
 
     /// Appends an op built by hand (outputs of types other than tensors).
     mutating func appendRaw(_ o: MILOperation) { operations.append(o) }

@@ -82,7 +82,7 @@ enum MILWeights {
     static func lowestTarget(for graph: Graph) throws -> (target: Target, reasons: [String]) {
         var lowest = Target.iOS15
         var reasons: [(Target, String)] = []
-        for c in graph.constants {
+        for c in ([graph] + graph.allSubgraphs).flatMap(\.constants) {
             let t = try target(for: c.encoding, name: c.name)
             if t > .iOS15 { reasons.append((t, "weight '\(c.name)' (\(c.encoding.kind)) needs \(t)")) }
             lowest = max(lowest, t)
@@ -132,7 +132,10 @@ enum MILWeights {
 
     /// Writes constant `c`; returns the MIL value holding its float32 (or
     /// compute-type) values.
+    /// In a loop body the constant is written before the loop (computed once).
     static func write(_ c: Constant, in w: inout MILWriter) throws -> String {
+        w.builder.swapOutermost()
+        defer { w.builder.swapOutermost() }
         let base = c.name
         switch c.encoding {
         case .dense(let t):
