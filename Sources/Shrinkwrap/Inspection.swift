@@ -1,4 +1,5 @@
 import Foundation
+import ShrinkwrapCoreML
 import ShrinkwrapIR
 
 /// What `shrinkwrap inspect` reports about a model.
@@ -18,6 +19,10 @@ public struct Inspection: Codable, Sendable {
         public var encoding: String
         public var shape: [Int]
         public var bytes: Int
+        /// Scales or tables of a compressed weight (`WeightEncoding.layout`).
+        public var layout: String?
+        /// The file's own form of it, when the format has several (an ML Program's constexpr op).
+        public var storedAs: String?
     }
     public var file: String
     public var format: String
@@ -45,8 +50,21 @@ public struct Inspection: Codable, Sendable {
         public var weightBytes: Int
     }
     public var subgraphs: Subgraphs?
+    /// The file's own program, when its ops are not the IR's (an ML Program's MIL ops, at any depth).
+    public struct Program: Codable, Sendable {
+        public var opset: String
+        public var ops: [OpCount]
+        /// Compressed weight name → the op that stores it.
+        public var weightOps: [String: String]
+        public init(opset: String, ops: [String: Int], weightOps: [String: String]) {
+            self.opset = opset
+            self.ops = ops.map { OpCount(op: $0.key, count: $0.value) }.sorted { ($0.count, $1.op) > ($1.count, $0.op) }
+            self.weightOps = weightOps
+        }
+    }
+    public var program: Program?
 
-    public init(graph g: Graph, file: String, largest: Int = 5) {
+    public init(graph g: Graph, file: String, program: Program? = nil, largest: Int = 5) {
         func value(_ v: ValueInfo) -> Value {
             let image = g.metadata.imageInputs.first { $0.name == v.name }.map { "image \($0.color.rawValue.uppercased())" }
             let norm = g.metadata.normalization(of: v.name).map { n -> String in
@@ -76,9 +94,10 @@ public struct Inspection: Codable, Sendable {
                                   ops: inner.map { OpCount(op: $0.key, count: $0.value) }.sorted { ($0.count, $1.op) > ($1.count, $0.op) },
                                   weightCount: constants.count, weightBytes: constants.reduce(0) { $0 + $1.encoding.storageBytes })
         }
+        self.program = program
         let weights = g.constants.map {
             Weight(name: $0.name, dtype: $0.encoding.dtype.rawValue, encoding: $0.encoding.kind,
-                   shape: $0.encoding.shape, bytes: $0.encoding.storageBytes)
+                   shape: $0.encoding.shape, bytes: $0.encoding.storageBytes, layout: $0.encoding.layout, storedAs: program?.weightOps[$0.name])
         }
         weightCount = weights.count
         weightBytes = weights.reduce(0) { $0 + $1.bytes }
@@ -111,9 +130,12 @@ public struct Inspection: Codable, Sendable {
         for v in outputs { s += "    \(v.name): \(v.dtype) [\(v.shape.joined(separator: ", "))]\n" }
         s += "  nodes:     \(nodeCount)\n"
         s += "  ops:       " + ops.map { "\($0.op)×\($0.count)" }.joined(separator: ", ") + "\n"
+        if let program { s += "  program:   \(program.opset): " + program.ops.map { "\($0.op)×\($0.count)" }.joined(separator: ", ") + "\n" }
         s += "  weights:   \(weightCount) tensors, \(Inspection.formatBytes(weightBytes))\n"
         for w in largestWeights {
-            s += "    \(w.name): \(w.encoding) [\(w.shape.map(String.init).joined(separator: ", "))] \(Inspection.formatBytes(w.bytes))\n"
+            let form = [w.layout, w.storedAs].compactMap { $0 }.joined(separator: "; ")
+            s += "    \(w.name): \(w.encoding) [\(w.shape.map(String.init).joined(separator: ", "))] \(Inspection.formatBytes(w.bytes))"
+                + (form.isEmpty ? "" : " (\(form))") + "\n"
         }
         if let sub = subgraphs {
             s += "  subgraphs: \(sub.count) (If branches, Loop bodies) with \(sub.nodeCount) nodes, "
@@ -206,5 +228,16 @@ extension Inspection {
         lines.append("    print(\"invalid input/output format: \\(error)\")")
         lines.append("}")
         return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension Models {
+    /// The file's own program for `inspect`: an ML Program's MIL ops and the
+    /// constexpr op of each compressed weight (nil for other formats).
+    public static func program(of path: String) -> Inspection.Program? {
+        let url = URL(fileURLWithPath: path)
+        guard let f = ModelFormats.format(for: url), f.name == "mlpackage" || f.name == "coreml",
+              let s = try? MILImporter.programSummary(at: url) else { return nil }
+        return Inspection.Program(opset: s.opset, ops: s.ops, weightOps: s.weightOps)
     }
 }

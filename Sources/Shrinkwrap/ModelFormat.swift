@@ -166,7 +166,7 @@ public enum ModelFormats {
     /// run of the shape annotation, the dimensions left free.
     static func typingOutputs(_ g: Graph) -> Graph {
         guard g.outputs.contains(where: { $0.dtype == nil || $0.shape == nil }),
-              let prepared = try? ExportPreparation.prepare(g).graph else { return g }
+              let prepared = try? ExportPreparation.prepare(g, keepingLoops: true).graph else { return g }
         var out = g
         for k in out.outputs.indices where out.outputs[k].dtype == nil || out.outputs[k].shape == nil {
             guard let p = prepared.outputs.first(where: { $0.name == out.outputs[k].name }) else { continue }

@@ -69,7 +69,7 @@ struct Inspect: ParsableCommand {
             print(Inspection.swiftDeclarations(graph), terminator: "")
             return
         }
-        let info = Inspection(graph: graph, file: model)
+        let info = Inspection(graph: graph, file: model, program: Models.program(of: model))
         print(json ? info.json : info.text, terminator: json ? "\n" : "")
     }
 }

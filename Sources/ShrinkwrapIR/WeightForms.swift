@@ -111,3 +111,29 @@ public struct StoredWeightForms: Sendable {
         }
     }
 }
+
+extension WeightEncoding {
+    /// How a compressed weight's scales or tables are laid out, for reports:
+    /// "per tensor", "per channel (axis 0)", "per block [1, 32]" (with
+    /// "integer zero points" or "fractional zero points" for linear codes),
+    /// "one table", "32 tables, 16 channels each along axis 0". nil for
+    /// dense and float16 weights.
+    public var layout: String? {
+        switch self {
+        case .dense, .float16: return nil
+        case .affine(let a):
+            let varying = a.scaleShape.indices.filter { a.scaleShape[$0] > 1 }
+            let where_: String
+            if varying.isEmpty {
+                where_ = "per tensor"
+            } else if varying.count == 1, a.blockShape[varying[0]] == 1 {
+                where_ = "per channel (axis \(varying[0]))"
+            } else {
+                where_ = "per block \(a.blockShape)"
+            }
+            return where_ + (a.integerZeroPoints != nil ? ", integer zero points" : ", fractional zero points")
+        case .palette(let p):
+            return p.lut.count == 1 ? "one table" : "\(p.lut.count) tables, \(p.groupSize) channels each along axis \(p.axis)"
+        }
+    }
+}

@@ -99,7 +99,7 @@ public enum ExportPreparation {
         let what = left.map { n in
             n.opType == "If"
                 ? "If '\(n.label)' (its condition is not constant: pin the inputs it depends on with --input-value / --input-shape)"
-                : "\(n.opType) '\(n.label)' (loops are not written to this format yet; .onnx keeps them)"
+                : "\(n.opType) '\(n.label)' (a format without loops; .onnx keeps them)"
         }
         throw ExportError.unsupported(format: format, what: "control flow: " + what.joined(separator: "; "))
     }

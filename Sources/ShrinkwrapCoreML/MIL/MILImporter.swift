@@ -440,3 +440,35 @@ extension MILLiteral {
         }
     }
 }
+
+/// An ML Program's own ops, as `inspect` shows them.
+public struct MILProgramSummary: Sendable {
+    /// The main function's opset ("CoreML8").
+    public var opset: String
+    /// MIL op type → count, in every block at any depth.
+    public var ops: [String: Int]
+    /// Name of each value a constexpr op makes (a compressed weight) → that op.
+    public var weightOps: [String: String]
+}
+
+extension MILImporter {
+    /// The summary of an `.mlpackage` folder or an `.mlmodel` file holding an ML Program (nil for other models).
+    public static func programSummary(at url: URL) throws -> MILProgramSummary? {
+        var isFolder: ObjCBool = false
+        let isPackage = FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder) && isFolder.boolValue
+        let model = try readModel(at: isPackage ? try MLPackage.rootModel(of: url) : url)
+        guard case .mlProgram(let p)? = model.type, let main = p.functions["main"], let block = main.blockSpecializations[main.opset] else {
+            return nil
+        }
+        var s = MILProgramSummary(opset: main.opset, ops: [:], weightOps: [:])
+        func walk(_ b: CoreML_Specification_MILSpec_Block) {
+            for o in b.operations {
+                s.ops[o.type, default: 0] += 1
+                if o.type.hasPrefix("constexpr_") { for out in o.outputs { s.weightOps[out.name] = o.type } }
+                o.blocks.forEach(walk)
+            }
+        }
+        walk(block)
+        return s
+    }
+}
