@@ -84,6 +84,32 @@ final class MILLoopExportTests: XCTestCase {
         try assertRunsAlike(g, try imported(w), limits: [0])
     }
 
+    /// A while loop (no trip count) whose body returns its iteration number as a carried value.
+    func testWhileLoopCarryingItsIterationNumber() throws {
+        var g = CoreMLLoopTests.loopGraph()
+        g.nodes[1].inputs[0] = ""
+        g.nodes[1].inputs.append("i0")
+        g.nodes[1].outputs.append("last_i")
+        CoreMLLoopTests.ints(&g, "i0", [-1], shape: [])
+        g.valueInfo["last_i"] = CoreMLLoopTests.info("last_i", .int64, [])
+        g.outputs.append(CoreMLLoopTests.info("last_i", .int64, []))
+        guard case .graph(var body)? = g.nodes[1].attributes["body"] else { return XCTFail("no body") }
+        body.inputs.append(CoreMLLoopTests.info("last_i_in", .int64, []))
+        body.outputs.append(CoreMLLoopTests.info("i", .int64, []))
+        // No node reads i: only the body's output does.
+        guard let cast = body.nodes.firstIndex(where: { $0.inputs == ["i"] }) else { return XCTFail("no cast of i") }
+        body.nodes[cast].inputs = ["last_i_in"]
+        g.nodes[1].attributes["body"] = .graph(body)
+        let w = try export(g)
+        let loop = try XCTUnwrap(w.loop)
+        XCTAssertEqual(loop.inputs["loop_vars"]?.arguments.count, 7, "i, the condition and five carried values")
+        XCTAssertEqual(loop.blocks[0].operations.map(\.type).filter { $0 != "const" }, ["identity"], "no trip count: the condition alone")
+        let back = try imported(w)
+        try assertRunsAlike(g, back, limits: [3.5])
+        let last = try Interpreter(graph: back).run(["x": Tensor([1, 2, 3, 4], shape: [1, 4]), "limit": Tensor([3.5], shape: [1])])["last_i"]
+        XCTAssertEqual(last?.doubles, [3])
+    }
+
     func testCompressedBodyWeightsAreDecodedBeforeTheLoop() throws {
         var g = CoreMLLoopTests.loopGraph()
         guard case .graph(var body)? = g.nodes[1].attributes["body"] else { return XCTFail("no body") }

@@ -50,7 +50,8 @@ extension MILWriter {
         let body = try loweredBody(source)
         let needsCondition = n.loopNeedsCondition(in: graph, body: body)
         if !needsCondition, trip == nil { throw MILWriterError("neither a trip count nor a condition: it would never end") }
-        let counts = trip != nil || body.nodes.contains { $0.inputs.contains(body.inputs[0].name) }
+        let iteration = body.inputs[0].name
+        let counts = trip != nil || body.nodes.contains { $0.inputs.contains(iteration) } || body.outputs.contains { $0.name == iteration }
         let base = n.outputs.first { !$0.isEmpty } ?? n.name
 
         // The loop vars and their values before the loop.
