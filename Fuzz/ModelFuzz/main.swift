@@ -65,7 +65,8 @@ private func exercise(_ graph: Graph) {
         _ = try? ONNXImporter.importModel(data: onnx, file: "fuzz-reexported.onnx")
     }
     guard preparedInputsAreSmall(graph) else { return }
-    if let prepared = try? ExportPreparation.prepare(graph) {
+    // Loops kept: every fixed-shape exporter writes them (and reads its own back).
+    if let prepared = try? ExportPreparation.prepare(graph, keepingLoops: true) {
         _ = try? CoreMLExporter.export(prepared.graph)
         if let package = try? MILExporter.export(prepared.graph), let model = try? MILImporter.parse(package.model, file: "fuzz-reexported.mlmodel") {
             _ = try? MILImporter.importProgram(model, file: "fuzz-reexported.mlmodel",
