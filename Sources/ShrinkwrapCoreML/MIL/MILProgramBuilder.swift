@@ -152,9 +152,6 @@ struct MILProgramBuilder {
         operations = outer
     }
 
-    /// Whether ops now go to a nested block.
-    var isNested: Bool { !enclosing.isEmpty }
-
     /// Appends an op built by hand (outputs of types other than tensors).
     mutating func appendRaw(_ o: MILOperation) { operations.append(o) }
 
