@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -475,7 +475,7 @@ deps-browser: ## install Chromium for the HTML screenshot check (~300 MB; make t
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-bench: deps venv testdata build ## inference ms vs onnxruntime; compression seconds vs coremltools; a full sweep (~15 min)
+bench: deps venv testdata build bench-corpus ## inference ms vs onnxruntime / tf.lite (real-model corpus and light models); compression seconds vs coremltools; a full sweep (~25 min)
 	$(PY) Scripts/bench.py --shrinkwrap $(BIN) --runs 20 --threads 2 $(TESTDATA)/models/light_resnet50.onnx $(TESTDATA)/models/light_squeezenet.onnx
 	@echo "== compressing every weight of light_resnet50: shrinkwrap vs coremltools, same tensors, same run =="
 	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --threads 2 --modes fp16,linear,linear-lut,kmeans-lut --bits 8,4 \
@@ -484,6 +484,12 @@ bench: deps venv testdata build ## inference ms vs onnxruntime; compression seco
 	$(PY) Scripts/make_npy_inputs.py out/bench/data --count 200 --shape 1,3,224,224 --seed 1
 	@start=$$(date +%s.%N); $(BIN) sweep $(CHECK_MODEL) --data out/bench/data --quiet --report out/bench/sweep.json > out/bench/sweep.md && \
 	  end=$$(date +%s.%N) && echo "sweep of light_squeezenet (13 variants, 200 inputs): $$($(PY) -c "print(round($$end - $$start, 1))") s wall" && head -12 out/bench/sweep.md
+
+# Every corpus model on its real inputs: shrinkwrap vs onnxruntime (.onnx) or tf.lite + XNNPACK (.tflite),
+# 2 threads each, alternating rounds; out/bench/corpus.md and .json.
+bench-corpus: corpus corpus-inputs build venv venv-tf ## inference ms on the real-model corpus vs onnxruntime / tf.lite + XNNPACK, same inputs, same run (~10 min)
+	@mkdir -p out/bench
+	python3 Scripts/bench_corpus.py --shrinkwrap $(BIN) --runs 20 --rounds 3 --threads 2 --json out/bench/corpus.json --markdown out/bench/corpus.md
 
 FORCE:
 
