@@ -26,7 +26,8 @@ public enum Benchmark {
 
     /// Where the time of one run went.
     public struct Profile: Sendable {
-        /// Every node in run order: "OpType label", milliseconds, the shape of its first output.
+        /// Every node in first-run order: "OpType label" (with its run count when a loop ran it
+        /// more than once), milliseconds summed over its runs, the shape of its last first output.
         public var nodes: [(name: String, ms: Double, shape: [Int])]
         /// Milliseconds and node count per op type.
         public var ops: [String: (ms: Double, count: Int)]
@@ -138,20 +139,32 @@ public enum Benchmark {
         return " (the random inputs set the free dims \(free.joined(separator: ", ")) to 1: pin them with --input-shape, or time real inputs with --data)"
     }
 
-    /// One run of `interpreter`, timed node by node.
+    /// One run of `interpreter`, timed node by node, the nodes of loop bodies and branches
+    /// included (each node's time summed over the times it ran; the If / Loop node itself
+    /// keeps only its own overhead).
     static func profile(_ interpreter: Interpreter, inputs: [String: Tensor]) throws -> Profile {
-        var perOp: [String: (ms: Double, count: Int)] = [:]
-        var perNode: [(name: String, ms: Double, shape: [Int])] = []
+        var perOp: [String: (ms: Double, nodes: Set<String>)] = [:]
+        var order: [String] = []
+        var perNode: [String: (ms: Double, shape: [Int], runs: Int)] = [:]
         var last = DispatchTime.now().uptimeNanoseconds
         let t0 = last
-        _ = try interpreter.run(inputs) { node, outs in
+        _ = try interpreter.run(inputs, observe: { node, outs in
             let now = DispatchTime.now().uptimeNanoseconds
             let ms = Double(now - last) / 1e6
-            let e = perOp[node.opType] ?? (0, 0)
-            perOp[node.opType] = (e.ms + ms, e.count + 1)
-            perNode.append(("\(node.opType) \(node.label)", ms, outs.first?.shape ?? []))
+            let name = "\(node.opType) \(node.label)"
+            perOp[node.opType, default: (0, [])].ms += ms
+            perOp[node.opType, default: (0, [])].nodes.insert(node.label)
+            if let e = perNode[name] {
+                perNode[name] = (e.ms + ms, outs.first?.shape ?? [], e.runs + 1)
+            } else {
+                perNode[name] = (ms, outs.first?.shape ?? [], 1)
+                order.append(name)
+            }
             last = now
+        }, intoSubgraphs: true)
+        let nodes = order.compactMap { name in
+            perNode[name].map { e in (name: e.runs > 1 ? "\(name) (\(e.runs) runs)" : name, ms: e.ms, shape: e.shape) }
         }
-        return Profile(nodes: perNode, ops: perOp, totalMs: Double(last - t0) / 1e6)
+        return Profile(nodes: nodes, ops: perOp.mapValues { ($0.ms, $0.nodes.count) }, totalMs: Double(last - t0) / 1e6)
     }
 }

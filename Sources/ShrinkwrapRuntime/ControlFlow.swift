@@ -9,6 +9,8 @@ final class SubgraphRunner: @unchecked Sendable {
     let captures: [String]
     let outputs: [ValueInfo]
     private let interpreter: Interpreter
+    /// For each runtime input of the compiled body, its position in formal values + captured values.
+    private let feedOrder: [Int]
 
     init(_ g: Graph, owner: Node, attribute: String, options: Interpreter.Options) throws {
         formal = g.inputs
@@ -19,6 +21,9 @@ final class SubgraphRunner: @unchecked Sendable {
         // the next: the declared formal inputs are not checked, only bound by position.
         standalone.inputs = g.inputs.map { ValueInfo(name: $0.name, dtype: nil, shape: nil) }
             + captures.map { ValueInfo(name: $0, dtype: nil, shape: nil) }
+        let names = standalone.inputs.map(\.name)
+        // A formal input the body also holds as a constant keeps the constant (as a named feed would).
+        feedOrder = standalone.runtimeInputs.compactMap { i in names.lastIndex(of: i.name) }
         do {
             interpreter = try Interpreter(graph: standalone, options: options)
         } catch let e as GraphError {
@@ -27,15 +32,19 @@ final class SubgraphRunner: @unchecked Sendable {
     }
 
     /// Runs the subgraph: formal inputs by position, then captured values (in `captures` order).
-    func run(_ formalValues: [Tensor], captured: [Tensor]) throws -> [Tensor] {
-        var feed: [String: Tensor] = [:]
-        for (info, t) in zip(formal, formalValues) { feed[info.name] = t }
-        for (name, t) in zip(captures, captured) { feed[name] = t }
-        let result = try interpreter.run(feed)
-        return try outputs.map { o in
-            guard let t = result[o.name] else { throw GraphError.undefinedOutput(o.name) }
-            return t
+    func run(_ formalValues: [Tensor], captured: [Tensor], observe: ((Node, [Tensor]) -> Void)? = nil) throws -> [Tensor] {
+        // Formal values first, by position; a body that declares more inputs than its owner
+        // gives (an If branch with inputs) finds them missing.
+        let all = formalValues + captured
+        let skip = max(0, formal.count - formalValues.count)
+        let feeds = try feedOrder.map { p -> Tensor in
+            let at = p < formal.count ? p : p - skip
+            guard p < formal.count ? p < formalValues.count : at < all.count else {
+                throw KernelError.badGraphInput(name: p < formal.count ? formal[p].name : captures[p - formal.count], reason: "no value given")
+            }
+            return all[at]
         }
+        return try interpreter.run(positional: feeds, observe: observe, intoSubgraphs: observe != nil)
     }
 }
 
@@ -75,7 +84,7 @@ public enum ControlFlow {
             }
             return { c in
                 let taken = try condition(c, try c.input(0), what: "condition") ? thenBranch : elseBranch
-                return try taken.run([], captured: try captured(c, for: taken))
+                return try taken.run([], captured: try captured(c, for: taken), observe: c.observe)
             }
         case "Loop":
             let body = try branch("body")
@@ -139,7 +148,7 @@ public enum ControlFlow {
                 throw c.fail("more than \(iterationLimit) iterations (M = \(tripLimit.map(String.init) ?? "none")); the interpreter's limit")
             }
             let outs = try body.run([Tensor(ints: [i], shape: iterShape), Tensor(bools: [keepGoing], shape: condShape)] + carried,
-                                    captured: captured)
+                                    captured: captured, observe: c.observe)
             keepGoing = try condition(c, outs[0], what: "body's condition output")
             carried = Array(outs[1..<(1 + n)])
             for s in 0..<k { try scans[s].append(outs[1 + n + s], c, output: s) }

@@ -18,6 +18,8 @@ import ShrinkwrapIR
 /// 4. A Relu that is the only reader of a Conv's output runs inside the Conv,
 ///    on each output block while it is still in cache.
 ///
+/// 5. Loop-invariant values and nodes leave Loop bodies (`hoistLoopInvariants`).
+///
 /// Fusions (2) and (4) keep every float32 value's bits; (3) may round a
 /// channel differently (a smaller GEMM blocks differently). `Options.optimize
 /// = false` keeps the graph exactly as imported (the per-layer report uses it
@@ -34,6 +36,7 @@ struct ExecutionPlanner {
     mutating func run(optimize: Bool) throws {
         try foldConstants()
         guard optimize else { return }
+        try hoistLoopInvariants()
         names = NameAllocator(.numbered(separator: "__plan"), reserving: graph)
         fuseBatchNormIntoConv()
         shareDuplicateFilters()
@@ -76,6 +79,19 @@ struct ExecutionPlanner {
             }
         }
         graph.nodes = kept
+    }
+
+    // MARK: 5. loop invariants
+
+    /// Loops run only what changes from one iteration to the next: carried values the body
+    /// hands back unchanged become captures, and body nodes that read only captures and
+    /// constants run once, in front of the Loop (folded there when they read only constants).
+    /// Values keep their bits.
+    mutating func hoistLoopInvariants() throws {
+        guard graph.nodes.contains(where: { $0.opType == "Loop" }) else { return }
+        let hoisted = graph.hoistingLoopInvariants().graph.hoistingLoopInvariantNodes()
+        graph = hoisted.graph
+        if hoisted.hoisted > 0 { try foldConstants() }  // what the bodies computed from their constants alone
     }
 
     // MARK: helpers

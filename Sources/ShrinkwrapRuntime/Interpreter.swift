@@ -42,6 +42,8 @@ public final class Interpreter: @unchecked Sendable {
     private var slotOf: [String: Int] = [:]
     private var slotNames: [String] = []
     private var constantValues: [Int: Tensor] = [:]
+    /// Every slot's value before a run: the constants, nil elsewhere.
+    private var initialValues: [Tensor?] = []
     private var steps: [Step] = []
     private var inputSlots: [(ValueInfo, Int)] = []
     private var outputSlots: [(String, Int)] = []
@@ -88,43 +90,71 @@ public final class Interpreter: @unchecked Sendable {
             else { throw KernelError.noKernel(op: n.opType) }
             steps.append(Step(node: n, kernel: k, inputSlots: ins, outputSlots: outs, freeAfter: freeAt[si]))
         }
+        initialValues = [Tensor?](repeating: nil, count: slotNames.count)
+        for (s, t) in constantValues { initialValues[s] = t }
     }
 
     /// Runs the graph. `inputs` maps every runtime input name to a tensor.
     /// With `observe`, every node's outputs are handed over as they are made
     /// (for per-layer reports); intermediate values are otherwise freed early.
-    public func run(_ inputs: [String: Tensor], observe: ((Node, [Tensor]) -> Void)? = nil) throws -> [String: Tensor] {
-        var values = [Tensor?](repeating: nil, count: slotNames.count)
-        for (s, t) in constantValues { values[s] = t }
-        for (info, s) in inputSlots {
+    /// With `intoSubgraphs`, the nodes that If / Loop bodies run are observed
+    /// too, each time they run, before the node that owns them (profiles).
+    public func run(_ inputs: [String: Tensor], observe: ((Node, [Tensor]) -> Void)? = nil,
+                    intoSubgraphs: Bool = false) throws -> [String: Tensor] {
+        var feeds: [Tensor] = []
+        feeds.reserveCapacity(inputSlots.count)
+        for (info, _) in inputSlots {
             guard let t = inputs[info.name] else {
                 throw KernelError.badGraphInput(name: info.name, reason: "no value given")
             }
+            feeds.append(t)
+        }
+        let values = try run(positional: feeds, observe: observe, intoSubgraphs: intoSubgraphs)
+        var result: [String: Tensor] = [:]
+        for ((name, _), t) in zip(outputSlots, values) { result[name] = t }
+        return result
+    }
+
+    /// Runs the graph on its runtime inputs in declaration order; returns the
+    /// outputs in declaration order (the dictionary-free path loop bodies take).
+    func run(positional feeds: [Tensor], observe: ((Node, [Tensor]) -> Void)?, intoSubgraphs: Bool) throws -> [Tensor] {
+        guard feeds.count == inputSlots.count else {
+            throw KernelError.badGraphInput(name: inputSlots.dropFirst(feeds.count).first?.0.name ?? "?",
+                                            reason: "\(inputSlots.count) inputs expected, \(feeds.count) given")
+        }
+        var values = initialValues
+        for ((info, s), t) in zip(inputSlots, feeds) {
             try Interpreter.check(t, against: info)
             values[s] = t
         }
+        let inner = intoSubgraphs ? observe : nil
         for step in steps {
-            let args = step.inputSlots.map { $0 >= 0 ? values[$0] : nil }
-            for (i, s) in step.inputSlots.enumerated() where s >= 0 && args[i] == nil {
-                throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
-                                               reason: "input '\(slotNames[s])' has no value")
+            var args = [Tensor?]()
+            args.reserveCapacity(step.inputSlots.count)
+            for s in step.inputSlots {
+                guard s >= 0 else { args.append(nil); continue }
+                guard let v = values[s] else {
+                    throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
+                                                   reason: "input '\(slotNames[s])' has no value")
+                }
+                args.append(v)
             }
-            let ctx = KernelContext(node: step.node, inputs: args, threads: options.threads)
+            let ctx = KernelContext(node: step.node, inputs: args, threads: options.threads, observe: inner)
             let outs = try step.kernel(ctx)
-            for (i, s) in step.outputSlots.enumerated() where s >= 0 && i >= outs.count {
-                throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
-                                               reason: "output \(i) ('\(slotNames[s])') is not produced by this kernel")
+            for (i, s) in step.outputSlots.enumerated() where s >= 0 {
+                guard i < outs.count else {
+                    throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
+                                                   reason: "output \(i) ('\(slotNames[s])') is not produced by this kernel")
+                }
+                values[s] = outs[i]
             }
-            for (i, s) in step.outputSlots.enumerated() where s >= 0 && i < outs.count { values[s] = outs[i] }
             observe?(step.node, outs)
             for s in step.freeAfter { values[s] = nil }
         }
-        var result: [String: Tensor] = [:]
-        for (name, s) in outputSlots {
+        return try outputSlots.map { name, s in
             guard let t = values[s] else { throw GraphError.undefinedOutput(name) }
-            result[name] = t
+            return t
         }
-        return result
     }
 
     /// Checks a tensor against a declared input: dtype class and fixed dims.

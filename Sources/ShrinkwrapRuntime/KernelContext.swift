@@ -9,8 +9,12 @@ public struct KernelContext {
     /// Worker threads a kernel may use (≥ 1).
     public let threads: Int
 
-    public init(node: Node, inputs: [Tensor?], threads: Int = 1) {
-        self.node = node; self.inputs = inputs; self.threads = max(1, threads)
+    /// Set when the caller observes the nodes of subgraphs too (profiles): If / Loop
+    /// hand it to the runs of their bodies.
+    public let observe: ((Node, [Tensor]) -> Void)?
+
+    public init(node: Node, inputs: [Tensor?], threads: Int = 1, observe: ((Node, [Tensor]) -> Void)? = nil) {
+        self.node = node; self.inputs = inputs; self.threads = max(1, threads); self.observe = observe
     }
 
     /// The most elements one result may have: 2^31 (8 GiB of float32), far

@@ -1,4 +1,6 @@
 import Shrinkwrap
+import ShrinkwrapData
+import ShrinkwrapIR
 import XCTest
 
 /// `shrinkwrap bench`'s numbers and lines, on given durations (nothing here is timed).
@@ -46,5 +48,31 @@ final class BenchTests: XCTestCase {
             "  Add                       2 nodes     5.000 ms  10.0%",
             "  Conv                      1 nodes     5.000 ms  10.0%",
         ])
+    }
+
+    /// The profile sees inside loop bodies: each body node once, with its run count and
+    /// its time summed; the op table counts nodes, not runs.
+    func testProfileSeesLoopBodies() throws {
+        var body = Graph(name: "body")
+        body.inputs = [ValueInfo(name: "i", dtype: .int64, shape: []), ValueInfo(name: "c", dtype: .bool, shape: []),
+                       ValueInfo(name: "acc", dtype: .float32, shape: nil)]
+        body.nodes = [Node(name: "step", opType: "Add", inputs: ["acc", "x"], outputs: ["acc2"]),
+                      Node(name: "same", opType: "Identity", inputs: ["c"], outputs: ["c2"])]
+        body.outputs = [ValueInfo(name: "c2", dtype: .bool, shape: nil), ValueInfo(name: "acc2", dtype: .float32, shape: nil)]
+        var g = Graph(name: "loop")
+        g.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(3)])]
+        g.setConstant(Constant(name: "m", tensor: .scalar(int: 5)))
+        g.setConstant(Constant(name: "zero", tensor: Tensor([0, 0, 0], shape: [3])))
+        g.nodes = [Node(name: "loop", opType: "Loop", inputs: ["m", "", "zero"], outputs: ["sum"], attributes: ["body": .graph(body)])]
+        g.outputs = [ValueInfo(name: "sum", dtype: .float32, shape: nil)]
+        let x = Tensor([1, 2, 3], shape: [3])
+        let result = try Benchmark.run(g, samples: InputSet(samples: [["x": x]], sources: ["x"], description: "x", random: false),
+                                       runs: 1, warmup: 1, threads: 1, profile: true)
+        let profile = try XCTUnwrap(result.profile)
+        let names = profile.nodes.map(\.name)
+        XCTAssertTrue(names.contains("Add step (5 runs)"), "\(names)")
+        XCTAssertTrue(names.contains("Loop loop"), "\(names)")
+        XCTAssertEqual(profile.ops["Add"]?.count, 1)
+        XCTAssertEqual(profile.ops["Loop"]?.count, 1)
     }
 }
