@@ -91,10 +91,9 @@ public enum Sweep {
                 }.map { "\($0) (\(unwritable[$0]?.first ?? ""))" }.joined(separator: "; "))
             }
         }
-        var result: [Variant] = []
-        for (k, v) in plan.enumerated() {
-            let t0 = Date()
-            let codec = try WeightCodecs.codec(named: v.mode)
+        // Every variant built first (compression uses every thread), written when asked.
+        var built: [(graph: Graph, log: CompressionLog, fileBytes: Int?, file: String?)] = []
+        for v in plan {
             var g = graph
             let log = try Models.compress(&g, plan: try settings(v, o).plan(), threads: o.threads, for: outFormat, options: o.exportOptions)
             var fileBytes: Int? = nil
@@ -114,16 +113,24 @@ public enum Sweep {
                 }
             }
             if let dump = o.dumpWeightsDir { try dumpWeights(g, to: URL(fileURLWithPath: dump).appendingPathComponent(variantTag(v))) }
-            let (outputs, layers) = try runner.compare(g)
+            built.append((g, log, fileBytes, file))
+        }
+        progress?(String(format: "%d variants compressed in %.1f s", plan.count, Date().timeIntervalSince(started)))
+        let measured = try compareAll(built.map(\.graph), runner: runner, threads: o.threads ?? Interpreter.defaultThreads,
+                                      weightBytes: size(graph, fileBytes: nil).weightBytes) { k, seconds in
+            let v = plan[k]
+            progress?(String(format: "variant %d/%d %@ %d: %.1f inputs/s", k + 1, plan.count, v.mode, v.bits,
+                             Double(inputs.count) / max(seconds, 1e-9)))
+        }
+        var result: [Variant] = []
+        for (k, v) in plan.enumerated() {
+            let codec = try WeightCodecs.codec(named: v.mode)
+            let b = built[k]
             let granularity = o.granularity ?? WeightCodecs.defaultGranularity(codec).description
-            result.append(Variant(mode: v.mode, bits: v.bits, granularity: granularity, size: size(g, fileBytes: fileBytes),
-                                  outputs: outputs, layers: layers,
-                                  skipped: log.entries.compactMap { e in e.skipped.map { SkippedWeight(name: e.name, reason: $0) } },
-                                  file: file))
-            let rate = Double(inputs.count) / max(Date().timeIntervalSince(t0), 1e-9)
-            let elapsed = Date().timeIntervalSince(started)
-            let eta = elapsed / Double(k + 1) * Double(plan.count - k - 1)
-            progress?(String(format: "variant %d/%d %@ %d: %.1f inputs/s, ETA %.0f s", k + 1, plan.count, v.mode, v.bits, rate, eta))
+            result.append(Variant(mode: v.mode, bits: v.bits, granularity: granularity, size: size(b.graph, fileBytes: b.fileBytes),
+                                  outputs: measured[k].outputs, layers: measured[k].layers,
+                                  skipped: b.log.entries.compactMap { e in e.skipped.map { SkippedWeight(name: e.name, reason: $0) } },
+                                  file: b.file))
         }
         var options: [String: String] = [
             "modes": o.modes.joined(separator: ","), "bits": o.bits.map(String.init).joined(separator: ","),
@@ -135,6 +142,51 @@ public enum Sweep {
         return SweepReport(tool: "shrinkwrap \(shrinkwrapVersion)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
                            data: data, options: options, reference: size(graph, fileBytes: fileSize), variants: result)
+    }
+
+    /// Largest model (stored weight bytes) whose variants run side by side: each worker holds its own decoded copy.
+    static let sideBySideLimit = 256 << 20
+
+    /// Every candidate against the reference. With at least as many candidates as threads (and a model small
+    /// enough to decode once per worker), the candidates run side by side, one thread each: whole runs in
+    /// parallel waste nothing, while one run split over threads waits at every small op. Otherwise one at a
+    /// time with every thread. The numbers are the same bits either way (the interpreter's results do not
+    /// depend on its thread count); `done(k, seconds)` reports each candidate as it finishes.
+    static func compareAll(_ candidates: [Graph], runner: AgreementRunner, threads: Int, weightBytes: Int,
+                           done: @escaping @Sendable (Int, Double) -> Void) throws -> [(outputs: [OutputMetrics], layers: [LayerMetrics])] {
+        typealias Measured = (outputs: [OutputMetrics], layers: [LayerMetrics])
+        let workers = candidates.count >= threads && threads > 1 && weightBytes <= sideBySideLimit ? threads : 1
+        if workers == 1 {
+            return try candidates.enumerated().map { k, g in
+                let t0 = Date()
+                let m = try runner.compare(g, threads: threads)
+                done(k, Date().timeIntervalSince(t0))
+                return m
+            }
+        }
+        /// Candidates handed out in order, results kept by index, both under one lock.
+        final class Board: @unchecked Sendable {
+            var next = 0
+            var items: [Result<Measured, any Swift.Error>?]
+            let lock = NSLock()
+            init(_ n: Int) { items = Array(repeating: nil, count: n) }
+            func claim() -> Int { lock.lock(); defer { lock.unlock() }; next += 1; return next - 1 }
+            func put(_ k: Int, _ r: Result<Measured, any Swift.Error>) { lock.lock(); items[k] = r; lock.unlock() }
+        }
+        let board = Board(candidates.count)
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while case let k = board.claim(), k < candidates.count {
+                let t0 = Date()
+                let r = Result { try runner.compare(candidates[k], threads: 1) }
+                done(k, Date().timeIntervalSince(t0))
+                board.put(k, r)
+            }
+        }
+        let results = board
+        return try results.items.map { r in
+            guard let r else { throw Error(description: "a variant was not measured") }
+            return try r.get()
+        }
     }
 
     /// The compression settings of one variant.

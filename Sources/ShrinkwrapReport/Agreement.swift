@@ -11,7 +11,8 @@ import ShrinkwrapRuntime
 ///
 /// The reference's outputs are kept for every input (they are small); its
 /// intermediate values only for the first `layerSamples` inputs.
-public final class AgreementRunner {
+/// Its state is set once, by `init`; `compare` only reads it, so candidates may be compared concurrently.
+public final class AgreementRunner: @unchecked Sendable {
     public let reference: Graph
     public let labels: [String]
     public let layerSamples: Int
@@ -51,12 +52,14 @@ public final class AgreementRunner {
     }
 
     /// Compares `candidate` (same inputs and outputs; for per-layer numbers, the same node names) with the reference.
-    public func compare(_ candidate: Graph, progress: ((Int) -> Void)? = nil) throws -> (outputs: [OutputMetrics], layers: [LayerMetrics]) {
+    /// `threads` overrides the runner's own thread count for this candidate.
+    public func compare(_ candidate: Graph, threads: Int? = nil,
+                        progress: ((Int) -> Void)? = nil) throws -> (outputs: [OutputMetrics], layers: [LayerMetrics]) {
         let names = reference.outputs.map(\.name)
         for n in names where !candidate.outputs.contains(where: { $0.name == n }) {
             throw Error(description: "the candidate has no output '\(n)' (it has \(candidate.outputs.map(\.name)))")
         }
-        let interpreter = try Interpreter(graph: candidate, options: .init(threads: threads))
+        let interpreter = try Interpreter(graph: candidate, options: .init(threads: threads ?? self.threads))
         var acc = names.map { MetricsAccumulator(name: $0, labels: labels) }
         // Per node: Σ ref², Σ err² over the layer samples.
         var signal: [String: Double] = [:], noise: [String: Double] = [:]

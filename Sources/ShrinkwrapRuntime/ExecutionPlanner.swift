@@ -37,6 +37,7 @@ struct ExecutionPlanner {
         try foldConstants()
         guard optimize else { return }
         try hoistLoopInvariants()
+        try sinkTransposes()
         names = NameAllocator(.numbered(separator: "__plan"), reserving: graph)
         fuseBatchNormIntoConv()
         shareDuplicateFilters()
@@ -92,6 +93,17 @@ struct ExecutionPlanner {
         let hoisted = graph.hoistingLoopInvariants().graph.hoistingLoopInvariantNodes()
         graph = hoisted.graph
         if hoisted.hoisted > 0 { try foldConstants() }  // what the bodies computed from their constants alone
+    }
+
+    // MARK: 6. layout
+
+    /// Transposes moved down through element-wise ops, broadcasting arithmetic, Concat and
+    /// Pad, and inverse pairs removed (`sinkTransposesForExecution`): a graph imported from
+    /// TFLite then runs its NHWC regions in NCHW, without the NHWC↔NCHW pairs its importer
+    /// wraps around every layout-specific op. Moves values, never changes them.
+    mutating func sinkTransposes() throws {
+        guard graph.nodes.contains(where: { $0.opType == "Transpose" }) else { return }
+        graph = try LoweringPipeline([.sinkTransposesForExecution]).applied(to: graph)
     }
 
     // MARK: helpers

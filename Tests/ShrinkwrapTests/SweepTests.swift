@@ -70,5 +70,12 @@ final class SweepTests: XCTestCase {
         var first = report
         for i in first.variants.indices { first.variants[i].file = nil; first.variants[i].size.fileBytes = nil }
         XCTAssertEqual(SweepRenderer.json(again), SweepRenderer.json(first))
+        // One variant at a time on one thread, or side by side on three: the same report.
+        o.threads = 1
+        let sequential = try Sweep.run(model: Self.model.path, inputs: try inputs(g, count: 4), data: data, options: o)
+        o.threads = 3
+        let sideBySide = try Sweep.run(model: Self.model.path, inputs: try inputs(g, count: 4), data: data, options: o)
+        XCTAssertEqual(SweepRenderer.json(sequential), SweepRenderer.json(first))
+        XCTAssertEqual(SweepRenderer.json(sideBySide), SweepRenderer.json(first))
     }
 }

@@ -7,23 +7,33 @@ extension LoweringPass {
     /// without Transposes; an NCHW one keeps one at each end of every region.
     public static let sinkTransposes = LoweringPass(
         "sink-transposes", "Transposes moved down through element-wise ops and Concat; inverse pairs removed"
-    ) { g in
-        var changed = true
-        while changed {
-            changed = false
-            if TransposeSinking.sinkOne(&g) { changed = true; continue }
-            if TransposeSinking.cancelOne(&g) { changed = true }
-        }
-    }
+    ) { g in TransposeSinking.run(&g, throughPads: false) }
+
+    /// `sinkTransposes` for the interpreter's planner: Pads (constant pads, no axes) also let
+    /// Transposes through, their pads permuted, and values need no known shape (the rank
+    /// comes from the permutation).
+    public static let sinkTransposesForExecution = LoweringPass(
+        "sink-transposes-for-execution", "Transposes moved down through element-wise ops, Concat and Pad; inverse pairs removed"
+    ) { g in TransposeSinking.run(&g, throughPads: true) }
 }
 
 enum TransposeSinking {
+    static func run(_ g: inout LoweringGraph, throughPads: Bool) {
+        var changed = true
+        while changed {
+            changed = false
+            if sinkOne(&g, throughPads: throughPads) { changed = true; continue }
+            if cancelOne(&g) { changed = true }
+        }
+    }
+
     /// Moves one Transpose below the element-wise op or concatenation that
-    /// alone reads it. Returns false when none can move.
-    static func sinkOne(_ g: inout LoweringGraph) -> Bool {
+    /// alone reads it (and, `throughPads`, a Pad). Returns false when none can move.
+    static func sinkOne(_ g: inout LoweringGraph, throughPads: Bool = false) -> Bool {
         let producer = g.producers
         var readers: [String: [Int]] = [:]
-        for (k, n) in g.nodes.enumerated() { for i in n.inputs where !i.isEmpty { readers[i, default: []].append(k) } }
+        // What a subgraph captures counts as read by the node that owns it.
+        for (k, n) in g.nodes.enumerated() { for i in n.readNames { readers[i, default: []].append(k) } }
         let nodes = g.nodes, outputs = g.outputs
         /// The Transpose feeding `v` with permutation `p`, read only by node `j`.
         func transposeInto(_ v: String, _ j: Int) -> (input: String, perm: [Int])? {
@@ -34,17 +44,20 @@ enum TransposeSinking {
         }
         for (j, u) in nodes.enumerated() {
             let outs = u.outputs.filter { !$0.isEmpty }
-            guard outs.count == 1, let y = outs.first, let ys = g.shapes[y] else { continue }
+            guard outs.count == 1, let y = outs.first else { continue }
+            // Without a known shape, the rank is the permutation's (its input's, then the op's result's).
+            let ys = g.shapes[y]
+            guard let rank = ys?.count ?? u.inputs.lazy.compactMap({ transposeInto($0, j)?.perm.count }).first else { continue }
             let move: (perm: [Int], inputs: [String], axis: Attribute?)?
             switch OpTable[u.opType]?.layout {
-            case .elementwise?: move = elementwiseMove(u, j, rank: ys.count, g, transposeInto)
-            case .broadcasting?: move = broadcastingMove(u, j, rank: ys.count, &g, transposeInto)
-            case .concatenating?: move = broadcastingMove(u, j, rank: ys.count, &g, transposeInto)
-            default: move = nil
+            case .elementwise?: move = elementwiseMove(u, j, rank: rank, g, transposeInto)
+            case .broadcasting?: move = broadcastingMove(u, j, rank: rank, &g, transposeInto)
+            case .concatenating?: move = broadcastingMove(u, j, rank: rank, &g, transposeInto)
+            default: move = throughPads && u.opType == "Pad" ? padMove(u, j, rank: rank, &g, transposeInto) : nil
             }
             guard let move else { continue }
             let y2 = g.fresh(y + "_t")
-            g.shapes[y2] = Permutation.apply(Permutation.inverse(move.perm), to: ys)
+            if let ys { g.shapes[y2] = Permutation.apply(Permutation.inverse(move.perm), to: ys) }
             g.dtypes[y2] = g.dtypes[y]
             var u2 = u
             u2.inputs = move.inputs
@@ -110,6 +123,21 @@ enum TransposeSinking {
         return (q, newInputs, axisAttr)
     }
 
+    /// Pad(Transpose(x, p), pads) = Transpose(Pad(x, pads'), p) with pads' of axis p[i] = pads of
+    /// axis i: constant pads over every axis (no axes input), any mode.
+    static func padMove(_ u: Node, _ j: Int, rank r: Int, _ g: inout LoweringGraph,
+                        _ transposeInto: TransposeInto) -> (perm: [Int], inputs: [String], axis: Attribute?)? {
+        guard let x = u.input(0), let t = transposeInto(x, j), t.perm.count == r, u.input(3) == nil,
+              let padsName = u.input(1), case .dense(let padsTensor)? = g.constants[padsName],
+              let pads = padsTensor.ints, pads.count == 2 * r else { return nil }
+        var moved = pads
+        for i in 0..<r { moved[t.perm[i]] = pads[i]; moved[r + t.perm[i]] = pads[r + i] }
+        var inputs = u.inputs
+        inputs[0] = t.input
+        inputs[1] = g.addConstant(padsName + "_permuted", .dense(Tensor(ints: moved, shape: [2 * r], dtype: padsTensor.dtype)))
+        return (t.perm, inputs, nil)
+    }
+
     /// Removes one Transpose that undoes the Transpose feeding it (its readers
     /// read the first one's input instead). Returns false when there is none.
     static func cancelOne(_ g: inout LoweringGraph) -> Bool {
@@ -119,7 +147,8 @@ enum TransposeSinking {
                   let a = Permutation.of(g.nodes[pk]), let b = Permutation.of(n), a.count == b.count,
                   b.indices.allSatisfy({ a[b[$0]] == $0 }),
                   let source = g.nodes[pk].input(0), let out = n.outputs.first else { continue }
-            if g.outputs.contains(out) {
+            // A value a graph output or a subgraph capture names stays, as an Identity.
+            if g.outputs.contains(out) || g.nodes.contains(where: { $0.hasSubgraphs && $0.capturedNames.contains(out) }) {
                 g.nodes[k] = Node(name: n.name, opType: "Identity", inputs: [source], outputs: [out])
             } else {
                 g.nodes.remove(at: k)
