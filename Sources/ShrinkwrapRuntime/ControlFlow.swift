@@ -12,11 +12,16 @@ final class SubgraphRunner: @unchecked Sendable {
     /// For each runtime input of the compiled body, its position in formal values + captured values.
     private let feedOrder: [Int]
 
-    init(_ g: Graph, owner: Node, attribute: String, options: Interpreter.Options) throws {
-        formal = g.inputs
-        captures = g.capturedNames
-        outputs = g.outputs
+    /// `outer` gives the enclosing graph's constants: those the subgraph reads become its own, so that
+    /// its planner folds what it computes from them once (e.g. a weight concatenated in a branch).
+    init(_ g: Graph, owner: Node, attribute: String, options: Interpreter.Options, outer: Graph? = nil) throws {
         var standalone = g
+        for name in g.capturedNames {
+            if let c = outer?.constant(named: name) { standalone.setConstant(c) }
+        }
+        formal = g.inputs
+        captures = standalone.capturedNames
+        outputs = g.outputs
         // Loop-carried values may change type details and shape from one iteration to
         // the next: the declared formal inputs are not checked, only bound by position.
         standalone.inputs = g.inputs.map { ValueInfo(name: $0.name, dtype: nil, shape: nil) }
@@ -58,12 +63,13 @@ public enum ControlFlow {
     nonisolated(unsafe) public static var iterationLimit = 1 << 20
 
     /// A kernel for `node` (If or Loop) with its subgraphs compiled.
-    public static func kernel(for node: Node, options: Interpreter.Options) throws -> Kernel {
+    /// `outer`: the graph the node belongs to (its constants become the subgraphs' own).
+    public static func kernel(for node: Node, options: Interpreter.Options, outer: Graph? = nil) throws -> Kernel {
         func branch(_ key: String) throws -> SubgraphRunner {
             guard case .graph(let g)? = node.attributes[key] else {
                 throw KernelError.invalidAttribute(node: node.label, op: node.opType, attribute: key, reason: "missing subgraph")
             }
-            return try SubgraphRunner(g, owner: node, attribute: key, options: options)
+            return try SubgraphRunner(g, owner: node, attribute: key, options: options, outer: outer)
         }
         let captures = node.capturedNames
         let explicit = node.inputs.count

@@ -81,4 +81,30 @@ final class LoopInvariantHoistingTests: XCTestCase {
         // 3 outer × 2 inner iterations of x·x.
         XCTAssertEqual(plain["sum"]?.floats, [1, -2, 3, 0.5, 4, -1].map { 6 * $0 * $0 })
     }
+
+    /// A branch computing from the enclosing graph's constants folds it once, at load.
+    func testBranchesFoldWhatTheyComputeFromOuterConstants() throws {
+        func branch(_ name: String, _ op: String) -> Graph {
+            var b = Graph(name: name)
+            b.nodes = [Node(name: name + "_cat", opType: "Concat", inputs: ["w1", "w2"], outputs: [name + "_w"], attributes: ["axis": .int(0)]),
+                       Node(name: name + "_use", opType: op, inputs: ["x", name + "_w"], outputs: [name + "_y"])]
+            b.outputs = [ValueInfo(name: name + "_y", dtype: .float32, shape: nil)]
+            return b
+        }
+        var g = Graph(name: "if")
+        g.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(4)]), ValueInfo(name: "go", dtype: .bool, shape: [])]
+        g.setConstant(Constant(name: "w1", tensor: Tensor([1, 2], shape: [2])))
+        g.setConstant(Constant(name: "w2", tensor: Tensor([3, 4], shape: [2])))
+        g.nodes = [Node(name: "if", opType: "If", inputs: ["go"], outputs: ["y"],
+                        attributes: ["then_branch": .graph(branch("then", "Add")), "else_branch": .graph(branch("else", "Mul"))])]
+        g.outputs = [ValueInfo(name: "y", dtype: .float32, shape: nil)]
+        let interpreter = try Interpreter(graph: g, options: .init(threads: 1))
+        for (go, want) in [(true, [Float](arrayLiteral: 2, 4, 6, 8)), (false, [1, 4, 9, 16])] {
+            var ran: [String] = []
+            let y = try interpreter.run(["x": Tensor([1, 2, 3, 4], shape: [4]), "go": Tensor(bools: [go], shape: [])],
+                                       observe: { node, _ in ran.append(node.name) }, intoSubgraphs: true)
+            XCTAssertEqual(y["y"]?.floats, want)
+            XCTAssertEqual(ran, [go ? "then_use" : "else_use", "if"], "the Concat of constants ran at load")
+        }
+    }
 }

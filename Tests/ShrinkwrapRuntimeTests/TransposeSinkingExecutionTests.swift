@@ -97,4 +97,26 @@ final class TransposeSinkingExecutionTests: XCTestCase {
         let sunk = try LoweringPipeline([.sinkTransposesForExecution]).applied(to: g)
         XCTAssertTrue(sunk.nodes.contains { $0.outputs == ["x2"] }, "\(sunk.nodes.map { "\($0.opType) \($0.outputs)" })")
     }
+
+    /// A Transpose read by two element-wise ops is split, one copy each, when that removes Transposes.
+    func testFanOutIsSplitWhenThatPays() throws {
+        var g = Graph(name: "fan")
+        g.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(2), .fixed(3), .fixed(3)])]
+        g.nodes = [
+            Node(name: "t", opType: "Transpose", inputs: ["x"], outputs: ["v"], attributes: ["perm": Self.toNHWC]),
+            Node(name: "relu", opType: "Relu", inputs: ["v"], outputs: ["r"]),
+            Node(name: "sig", opType: "Sigmoid", inputs: ["v"], outputs: ["s"]),
+            Node(name: "b1", opType: "Transpose", inputs: ["r"], outputs: ["y1"], attributes: ["perm": Self.toNCHW]),
+            Node(name: "b2", opType: "Transpose", inputs: ["s"], outputs: ["y2"], attributes: ["perm": Self.toNCHW]),
+        ]
+        g.outputs = [ValueInfo(name: "y1", dtype: .float32, shape: nil), ValueInfo(name: "y2", dtype: .float32, shape: nil)]
+        let sunk = try LoweringPipeline([.sinkTransposesForExecution]).applied(to: g)
+        XCTAssertEqual(sunk.nodes.filter { $0.opType == "Transpose" }.count, 0, "\(sunk.nodes.map(\.opType))")
+        XCTAssertEqual(try LoweringPipeline([.sinkTransposes]).applied(to: g).nodes.filter { $0.opType == "Transpose" }.count, 3,
+                       "the exporters' pass leaves a fan-out alone")
+        let x = Tensor((0..<18).map { Float($0) * 0.37 - 3 }, shape: [1, 2, 3, 3])
+        let plain = try Interpreter(graph: g, options: .init(threads: 1, optimize: false)).run(["x": x])
+        let fast = try Interpreter(graph: g, options: .init(threads: 1, optimize: true)).run(["x": x])
+        XCTAssertEqual(fast, plain)
+    }
 }

@@ -14,17 +14,56 @@ extension LoweringPass {
     /// comes from the permutation).
     public static let sinkTransposesForExecution = LoweringPass(
         "sink-transposes-for-execution", "Transposes moved down through element-wise ops, Concat and Pad; inverse pairs removed"
-    ) { g in TransposeSinking.run(&g, throughPads: true) }
+    ) { g in
+        // Also with a Transpose read by several sinkable nodes given one copy each (which then sink
+        // on their own), when that leaves fewer Transposes.
+        var split = g
+        TransposeSinking.run(&split, throughPads: true, splittingFanOut: true)
+        TransposeSinking.run(&g, throughPads: true)
+        if split.nodes.filter({ $0.opType == "Transpose" }).count < g.nodes.filter({ $0.opType == "Transpose" }).count { g = split }
+    }
 }
 
 enum TransposeSinking {
-    static func run(_ g: inout LoweringGraph, throughPads: Bool) {
+    static func run(_ g: inout LoweringGraph, throughPads: Bool, splittingFanOut: Bool = false) {
         var changed = true
         while changed {
             changed = false
             if sinkOne(&g, throughPads: throughPads) { changed = true; continue }
-            if cancelOne(&g) { changed = true }
+            if cancelOne(&g) { changed = true; continue }
+            if splittingFanOut && splitOne(&g, throughPads: throughPads) { changed = true }
         }
+    }
+
+    /// Gives each reader of a Transpose read by several nodes its own copy, when every reader
+    /// is a node a Transpose can sink through (or another Transpose) and the value is neither a
+    /// graph output nor captured by a subgraph. Returns false when there is none.
+    static func splitOne(_ g: inout LoweringGraph, throughPads: Bool) -> Bool {
+        var readers: [String: [Int]] = [:]
+        for (k, n) in g.nodes.enumerated() { for i in Set(n.readNames) { readers[i, default: []].append(k) } }
+        func sinkable(_ n: Node) -> Bool {
+            if n.hasSubgraphs { return false }
+            if n.opType == "Transpose" || (throughPads && n.opType == "Pad") { return true }
+            switch OpTable[n.opType]?.layout {
+            case .elementwise?, .broadcasting?, .concatenating?: return true
+            default: return false
+            }
+        }
+        for (k, t) in g.nodes.enumerated() where t.opType == "Transpose" {
+            guard let v = t.outputs.first, !g.outputs.contains(v), let rs = readers[v], rs.count > 1,
+                  rs.allSatisfy({ sinkable(g.nodes[$0]) }) else { continue }
+            var copies: [Node] = []
+            for r in rs {
+                let v2 = g.fresh(v + "_copy")
+                if let shape = g.shapes[v] { g.shapes[v2] = shape }
+                g.dtypes[v2] = g.dtypes[v]
+                g.nodes[r].inputs = g.nodes[r].inputs.map { $0 == v ? v2 : $0 }
+                copies.append(Node(name: g.fresh(t.name + "_copy"), opType: "Transpose", inputs: t.inputs, outputs: [v2], attributes: t.attributes))
+            }
+            g.nodes.replaceSubrange(k...k, with: copies)
+            return true
+        }
+        return false
     }
 
     /// Moves one Transpose below the element-wise op or concatenation that
