@@ -49,6 +49,7 @@ public final class Interpreter: @unchecked Sendable {
     private var outputSlots: [(String, Int)] = []
 
     public init(graph: Graph, options: Options = Options()) throws {
+        Allocator.keepFreedMemory
         let validated = try graph.validatedAndSorted()
         self.graph = validated
         self.options = options
