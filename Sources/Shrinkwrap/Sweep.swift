@@ -23,6 +23,8 @@ public struct SweepOptions: Sendable {
     public var threads: Int?
     /// Inputs whose intermediate values feed the per-layer table.
     public var layerSamples = 4
+    /// Inputs per candidate run past the layer samples (nil: `AgreementRunner`'s default; 1: one at a time).
+    public var batch: Int?
     public var labels: [String] = []
     /// Write every variant's decoded compressed weights here (DIR/MODE-BITS/k.npy + manifest.json), for
     /// independent re-runs (Scripts/sweep_crosscheck.py).
@@ -66,7 +68,9 @@ public enum Sweep {
         let plan = try variants(o)
         let started = Date()
         let runner = try AgreementRunner(reference: graph, inputs: inputs, labels: o.labels.isEmpty ? graph.metadata.labels : o.labels,
-                                         layerSamples: o.layerSamples, threads: o.threads)
+                                         layerSamples: o.layerSamples, threads: o.threads, batch: o.batch)
+        progress?(runner.batch > 1 ? "batching \(runner.batch) inputs per run (the probe gave every output bit for bit)"
+                                   : "one input per run")
         progress?("reference: \(inputs.count) inputs in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
         var outFormat: ModelFormat? = nil
         if let dir = o.outDir {

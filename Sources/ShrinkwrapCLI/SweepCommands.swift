@@ -254,6 +254,9 @@ struct SweepCommand: ParsableCommand {
     @Option(name: .customLong("layer-samples"), help: "Inputs whose intermediate values feed the per-layer table.")
     var layerSamples = 4
 
+    @Option(help: "Inputs per run past the layer samples when the model has a free batch axis (default 16; 1: one at a time). Used only when a probe on the original gives every input's outputs bit for bit, so the numbers do not change.")
+    var batch: Int?
+
     @Option(help: "Worker threads (default: all cores).")
     var threads: Int?
 
@@ -263,6 +266,7 @@ struct SweepCommand: ParsableCommand {
     @OptionGroup var gates: GateFlags
 
     func run() throws {
+        if let b = batch, b < 1 { throw CLIError(description: "--batch must be at least 1, got \(b)") }
         var graph = try Models.load(model)
         try shapes.apply(to: &graph)
         let set = try data.load(graph: graph, quiet: quiet)
@@ -281,6 +285,7 @@ struct SweepCommand: ParsableCommand {
         o.exportOptions = export.options
         o.threads = threads
         o.layerSamples = layerSamples
+        o.batch = batch
         o.labels = try labels.map { try Models.loadLabels($0) } ?? []
         o.dumpWeightsDir = dumpWeights
         let report = try Sweep.run(model: model, inputs: set.samples, data: data.info(set), options: o, progress: progressLine(quiet))

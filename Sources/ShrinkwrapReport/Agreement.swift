@@ -27,9 +27,15 @@ public final class AgreementRunner: @unchecked Sendable {
         public let description: String
     }
 
-    /// Runs the reference over `inputs`.
+    /// Inputs per candidate run past the layer samples: > 1 when the samples stack along a free
+    /// batch axis and a probe on the reference, stacking that many, gave every sample's outputs bit
+    /// for bit. Then every group of exactly this many runs stacked; the inputs left run one at a time.
+    public private(set) var batch = 1
+
+    /// Runs the reference over `inputs`. `batch`: most inputs per candidate run (nil: 16; 1: one
+    /// at a time); batching is used only where the probe (`batchProbe`) shows it changes no bit.
     public init(reference: Graph, inputs: [[String: Tensor]], labels: [String] = [], layerSamples: Int = 4, threads: Int? = nil,
-                progress: ((Int) -> Void)? = nil) throws {
+                batch: Int? = nil, progress: ((Int) -> Void)? = nil) throws {
         guard !inputs.isEmpty else { throw Error(description: "no inputs to compare on") }
         self.reference = reference
         self.inputs = inputs
@@ -49,6 +55,9 @@ public final class AgreementRunner: @unchecked Sendable {
             }
             progress?(k + 1)
         }
+        // The probe runs exactly the group size the candidates will run: kernels may split work by shape.
+        let most = max(1, batch ?? 16)
+        if most > 1, inputs.count - self.layerSamples >= most, try batchProbe(interpreter, count: most) { self.batch = most }
     }
 
     /// Compares `candidate` (same inputs and outputs; for per-layer numbers, the same node names) with the reference.
@@ -65,8 +74,24 @@ public final class AgreementRunner: @unchecked Sendable {
         var signal: [String: Double] = [:], noise: [String: Double] = [:]
         // Nodes of the candidate whose output lines up with the reference's (same name, same size).
         var matched = Set<String>()
-        for (k, original) in inputs.enumerated() {
-            let sample = Self.adapt(original, to: candidate)
+        var k = 0
+        while k < inputs.count {
+            // Past the layer samples, groups of exactly `batch` inputs (the size the probe ran) per run,
+            // split back into one result per input; the rest one at a time.
+            if k >= layerSamples && batch > 1 && k + batch <= inputs.count {
+                let group = Array(inputs[k..<(k + batch)]).map { Self.adapt($0, to: candidate) }
+                let results = try Self.runStacked(interpreter, group, outputs: Array(outputs[k..<(k + group.count)]))
+                for got in results {
+                    for (i, n) in names.enumerated() {
+                        guard let r = outputs[k][n], let c = got[n] else { throw Error(description: "output '\(n)' missing for input \(k)") }
+                        try acc[i].add(reference: r, candidate: c)
+                    }
+                    k += 1
+                    progress?(k)
+                }
+                continue
+            }
+            let sample = Self.adapt(inputs[k], to: candidate)
             let got: [String: Tensor]
             if k < layerSamples {
                 let ref = activations[k]
@@ -88,7 +113,8 @@ public final class AgreementRunner: @unchecked Sendable {
                 guard let r = outputs[k][n], let c = got[n] else { throw Error(description: "output '\(n)' missing for input \(k)") }
                 try acc[i].add(reference: r, candidate: c)
             }
-            progress?(k + 1)
+            k += 1
+            progress?(k)
         }
         // Layers with a weight, in graph order — only those the candidate has too (same node and
         // weight names: a compressed copy of the reference), so that no number is claimed unmeasured.
