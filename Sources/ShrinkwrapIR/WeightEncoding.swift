@@ -342,6 +342,7 @@ public struct PaletteWeights: Sendable, Equatable {
 func permuted<T>(_ a: [T], shape: [Int], perm: [Int]) -> [T] {
     let n = a.count
     guard n > 1, shape.count > 1 else { return a }
+    if shape.count == 2, perm == [1, 0] { return transposed2D(a, rows: shape[0], columns: shape[1]) }
     let inStrides = stridesOf(shape)
     let outShape = perm.map { shape[$0] }
     let strides = perm.map { inStrides[$0] }  // input stride of each output axis
@@ -362,6 +363,27 @@ func permuted<T>(_ a: [T], shape: [Int], perm: [Int]) -> [T] {
         }
     }
     return out
+}
+
+/// A [rows, columns] matrix (n = rows × columns elements) as [columns, rows],
+/// in 32 × 32 tiles so both sides stay in cache (large weights go through here).
+func transposed2D<T>(_ a: [T], rows: Int, columns: Int) -> [T] {
+    precondition(rows * columns == a.count, "transpose of \(a.count) elements as [\(rows), \(columns)]")
+    let tile = 32
+    return [T](unsafeUninitializedCapacity: a.count) { out, initialized in
+        a.withUnsafeBufferPointer { src in
+            guard let s = src.baseAddress, let d = out.baseAddress else { return }
+            for r0 in stride(from: 0, to: rows, by: tile) {
+                let r1 = min(r0 + tile, rows)
+                for c0 in stride(from: 0, to: columns, by: tile) {
+                    for c in c0..<min(c0 + tile, columns) {
+                        for r in r0..<r1 { (d + c * rows + r).initialize(to: s[r * columns + c]) }
+                    }
+                }
+            }
+        }
+        initialized = a.count
+    }
 }
 
 extension WeightEncoding {
