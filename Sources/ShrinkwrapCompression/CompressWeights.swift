@@ -175,9 +175,7 @@ public enum CompressWeights {
                 let stats = stats[k] ?? ErrorStats(original: [], decoded: [])
                 e.encoding = res.encoding.kind
                 e.bytesAfter = res.encoding.storageBytes
-                e.sse = stats.sse
-                e.sqnrDB = stats.sqnrDB
-                e.maxAbsError = stats.maxAbs
+                e.sse = stats.sse; e.sqnrDB = stats.sqnrDB; e.maxAbsError = stats.maxAbs
                 e.milliseconds = ms
                 e.notes = res.notes
                 entries[task.index] = e
