@@ -26,7 +26,7 @@ TARGETS = {"convert_seconds": 5.0, "import_mb_per_s": 300.0, "peak_rss_over_file
 
 
 def timed(cmd):
-    """Wall seconds and peak RSS (bytes) of one child process."""
+    """Wall seconds, peak RSS (bytes) and CPU seconds (user + system) of one child process."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -36,7 +36,7 @@ def timed(cmd):
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"{' '.join(cmd)} failed ({code}): {err.strip()}")
-    return seconds, usage.ru_maxrss * 1024  # ru_maxrss is in KiB on Linux
+    return seconds, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime  # ru_maxrss is in KiB on Linux
 
 
 def check_mlmodel(path):
@@ -76,20 +76,23 @@ def main():
     for _ in range(a.runs):
         imports.append(timed([a.shrinkwrap, "inspect", a.model]))
         converts.append(timed([a.shrinkwrap, "convert", a.model, "-o", a.output, "--mode", "linear", "--bits", "8"]))
-    import_s = statistics.median(s for s, _ in imports)
-    convert_s = statistics.median(s for s, _ in converts)
-    import_rss = max(r for _, r in imports)
-    convert_rss = max(r for _, r in converts)
+    import_s = statistics.median(s for s, _, _ in imports)
+    convert_s = statistics.median(s for s, _, _ in converts)
+    import_rss = max(r for _, r, _ in imports)
+    convert_rss = max(r for _, r, _ in converts)
+    import_cpu = statistics.median(c for _, _, c in imports)
+    convert_cpu = statistics.median(c for _, _, c in converts)
     mlmodel = check_mlmodel(a.output)
     mlmodel["bytes"] = os.path.getsize(a.output)
 
     result = {
         "model": a.model, "file_bytes": size, "runs": a.runs,
-        "import": {"command": f"shrinkwrap inspect {a.model}", "seconds": [round(s, 3) for s, _ in imports],
+        "import": {"command": f"shrinkwrap inspect {a.model}", "seconds": [round(s, 3) for s, _, _ in imports], "median_cpu_seconds": round(import_cpu, 3),
                    "median_seconds": round(import_s, 3), "mb_per_s": round(size / 1e6 / import_s, 1),
                    "peak_rss_bytes": import_rss, "peak_rss_over_file": round(import_rss / size, 2)},
         "convert": {"command": f"shrinkwrap convert {a.model} -o {a.output} --mode linear --bits 8",
-                    "seconds": [round(s, 3) for s, _ in converts], "median_seconds": round(convert_s, 3),
+                    "seconds": [round(s, 3) for s, _, _ in converts], "median_seconds": round(convert_s, 3),
+                    "median_cpu_seconds": round(convert_cpu, 3),
                     "peak_rss_bytes": convert_rss, "peak_rss_over_file": round(convert_rss / size, 2)},
         "mlmodel": mlmodel, "targets": TARGETS,
     }
@@ -110,14 +113,15 @@ def main():
     lines = [
         f"# Large model: {os.path.basename(a.model)} ({size / mib:.1f} MiB, 8 × MatMul [4096, 4096] float32)",
         "",
-        f"Median of {a.runs} runs; peak RSS is the largest of the runs (wait4 on each process).",
+        f"Median of {a.runs} runs; peak RSS is the largest of the runs (wait4 on each process); "
+        f"CPU is user + system seconds (all threads). Load average when run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs.",
         "",
-        "| step | what is timed | seconds | rate | peak RSS | RSS / file | target | result |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| import | `shrinkwrap inspect` (map, parse, decode, validate, print) | {import_s:.2f} | "
+        "| step | what is timed | seconds | CPU s | rate | peak RSS | RSS / file | target | result |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| import | `shrinkwrap inspect` (map, parse, decode, validate, print) | {import_s:.2f} | {import_cpu:.2f} | "
         f"{size / 1e6 / import_s:.0f} MB/s | {import_rss / mib:.0f} MiB | {import_rss / size:.2f}× | ≥ 300 MB/s, ≤ 2× | "
         f"{mark(checks['import_mb_per_s'] and checks['import_peak_rss'])} |",
-        f"| convert | `shrinkwrap convert -o .mlmodel --mode linear --bits 8` (whole command) | {convert_s:.2f} | "
+        f"| convert | `shrinkwrap convert -o .mlmodel --mode linear --bits 8` (whole command) | {convert_s:.2f} | {convert_cpu:.2f} | "
         f"{size / 1e6 / convert_s:.0f} MB/s | {convert_rss / mib:.0f} MiB | {convert_rss / size:.2f}× | ≤ 5 s, ≤ 2× | "
         f"{mark(checks['convert_seconds'] and checks['convert_peak_rss'])} |",
         "",
@@ -125,7 +129,7 @@ def main():
         f"{mlmodel['int8_inner_products']} of {mlmodel['layers']} layers are innerProducts with 8-bit linear weights "
         f"({mlmodel['int8_weight_bytes'] / mib:.1f} MiB of codes) — {mark(checks['mlmodel_loads'])}.",
         "",
-        "Runs (s): import " + ", ".join(f"{s:.2f}" for s, _ in imports) + "; convert " + ", ".join(f"{s:.2f}" for s, _ in converts),
+        "Runs (s): import " + ", ".join(f"{s:.2f}" for s, _, _ in imports) + "; convert " + ", ".join(f"{s:.2f}" for s, _, _ in converts),
     ]
     md = "\n".join(lines) + "\n"
     for path, text in ((a.markdown, md), (a.json, json.dumps(result, indent=2, sort_keys=True) + "\n")):
