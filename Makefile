@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus bench-large crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -475,7 +475,7 @@ deps-browser: ## install Chromium for the HTML screenshot check (~300 MB; make t
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-bench: deps venv testdata build bench-corpus bench-sweep ## inference ms vs onnxruntime / tf.lite (real-model corpus and light models); compression seconds vs coremltools; a full sweep of a real classifier (~25 min)
+bench: deps venv testdata build bench-corpus bench-sweep bench-large ## inference ms vs onnxruntime / tf.lite (real-model corpus and light models); compression seconds vs coremltools; a full sweep of a real classifier; a 512 MiB model converted (~30 min)
 	$(PY) Scripts/bench.py --shrinkwrap $(BIN) --runs 20 --threads 2 $(TESTDATA)/models/light_resnet50.onnx $(TESTDATA)/models/light_squeezenet.onnx
 	@echo "== compressing every weight of light_resnet50: shrinkwrap vs coremltools, same tensors, same run =="
 	$(PY) Scripts/coremltools_compress.py --shrinkwrap $(BIN) --threads 2 --modes fp16,linear,linear-lut,kmeans-lut --bits 8,4 \
@@ -492,6 +492,14 @@ bench-sweep: corpus build venv-corpus ## a full default sweep of a 3 MB real cla
 bench-corpus: corpus corpus-inputs build venv venv-tf ## inference ms on the real-model corpus vs onnxruntime / tf.lite + XNNPACK, same inputs, same run (~10 min)
 	@mkdir -p out/bench
 	python3 Scripts/bench_corpus.py --shrinkwrap $(BIN) --runs 20 --rounds 3 --threads 2 --json out/bench/corpus.json --markdown out/bench/corpus.md
+
+# A 512 MiB float32 ONNX model (8 chained MatMuls [4096, 4096], generated once outside git): import MB/s
+# (`shrinkwrap inspect`), the whole `convert -o .mlmodel --mode linear --bits 8`, peak RSS of each, and
+# the written file loaded by coremltools; out/bench/large.md and .json, pass / fail against 300 MB/s, 5 s, 2x the file.
+bench-large: venv build ## import MB/s, convert seconds and peak RSS on a generated 512 MiB model vs the targets (~1 min + 1 min to generate)
+	@mkdir -p out/bench/large
+	$(PY) Scripts/bench_large.py --shrinkwrap $(BIN) --model out/bench/large/matmul8x4096.onnx --runs 3 \
+	  --markdown out/bench/large.md --json out/bench/large.json
 
 FORCE:
 

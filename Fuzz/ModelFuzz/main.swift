@@ -24,7 +24,11 @@ import Foundation
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     _ = smallTensors
     let bytes = data.map { Data(bytes: $0, count: size) } ?? Data()
-    if let graph = try? ONNXImporter.importModel(data: bytes, file: "fuzz.onnx") { exercise(graph) }
+    let onnx = bytes.withUnsafeBytes { try? ONNXImporter.importModel(bytes: $0, file: "fuzz.onnx", directory: nil, liftingFrom: nil) }
+    // Initializers' raw_data read in place (ONNXRawDataScan, as large models are) must give the same graph, or fail alike.
+    let lifted = bytes.withUnsafeBytes { try? ONNXImporter.importModel(bytes: $0, file: "fuzz.onnx", directory: nil, liftingFrom: 1) }
+    if !sameImport(onnx, lifted) { fatalError("ONNX import with lifted raw_data differs from SwiftProtobuf's") }
+    if let graph = onnx { exercise(graph) }
     if let graph = try? CoreMLImporter.importModel(data: bytes, file: "fuzz.mlmodel") { exercise(graph) }
     if let graph = importMLProgram(bytes) { exercise(graph) }
     return 0
@@ -39,6 +43,22 @@ private func importMLProgram(_ bytes: Data) -> Graph? {
           let model = try? MILImporter.parse(bytes[bytes.startIndex..<marker.lowerBound], file: "fuzz.mlmodel") else { return nil }
     let weights = [UInt8](bytes[marker.upperBound...])
     return try? MILImporter.importProgram(model, file: "fuzz.mlmodel", blobFiles: [MLPackage.modelPathPrefix + "weights/weight.bin": weights])
+}
+
+/// Both failed, or both gave the same nodes and bit-identical constants (NaN weights compare equal).
+private func sameImport(_ a: Graph?, _ b: Graph?) -> Bool {
+    guard let a, let b else { return (a == nil) == (b == nil) }
+    guard a.nodes.count == b.nodes.count, a.constants.count == b.constants.count else { return false }
+    for (m, n) in zip(a.nodes, b.nodes) where m.opType != n.opType || m.inputs != n.inputs || m.outputs != n.outputs { return false }
+    for (c, d) in zip(a.constants, b.constants) {
+        let x = c.encoding.decoded(), y = d.encoding.decoded()
+        guard c.name == d.name, x.dtype == y.dtype, x.shape == y.shape else { return false }
+        switch (x.storage, y.storage) {
+        case (.float(let p), .float(let q)): if p.map(\.bitPattern) != q.map(\.bitPattern) { return false }
+        default: if x.storage != y.storage { return false }
+        }
+    }
+    return true
 }
 
 /// Results of at most 2^22 elements (16 MiB of float32) instead of the CLI's 2^31: a mutant that

@@ -422,7 +422,8 @@ struct Convert: ParsableCommand {
         try shapes.apply(to: &graph)
         try Models.apply(opts, to: &graph)
         try Models.checkStorable(graph, plan: plan, path: output, options: export.options)  // every conflict, before compressing
-        let original = graph
+        // Kept only for the check: a copy holds every float32 weight through compression and export.
+        let original: Graph? = checks ? graph : nil
         if let plan {
             let log = try Models.compress(&graph, plan: plan, threads: compression.threads,
                                           for: ModelFormats.format(for: URL(fileURLWithPath: output)), options: export.options)
@@ -430,7 +431,7 @@ struct Convert: ParsableCommand {
         }
         let written = try Models.save(graph, to: output, inputs: readsFiles, options: export.options)
         FileHandle.standardError.write(Data("wrote \(output)\(written.sizeSummary.map { ": " + $0 } ?? "")\n".utf8))
-        if checks {
+        if checks, let original {
             try check(original: original, settings: plan == nil ? "float32" : (compression.mode ?? "plan"), layout: written.sizeSummary)
         }
     }

@@ -165,18 +165,17 @@ public enum CompressWeights {
             if workers == 1 { work() } else { DispatchQueue.concurrentPerform(iterations: workers) { _ in work() } }
         }
         let encodeSeconds = Double(DispatchTime.now().uptimeNanoseconds - encodeStart) / 1e9
+        let stats = errorStats(jobs, results, order: order, workers: workers)
         for (k, task) in tasks.enumerated() {
             guard let r = results[k] else { continue }
             switch r {
             case .failure(let e): throw e
             case .success(let (res, ms)):
                 var e = entries[task.index]
-                let stats = ErrorStats(original: task.input.values, decoded: res.encoding.decoded().floats ?? [])
+                let stats = stats[k] ?? ErrorStats(original: [], decoded: [])
                 e.encoding = res.encoding.kind
                 e.bytesAfter = res.encoding.storageBytes
-                e.sse = stats.sse
-                e.sqnrDB = stats.sqnrDB
-                e.maxAbsError = stats.maxAbs
+                e.sse = stats.sse; e.sqnrDB = stats.sqnrDB; e.maxAbsError = stats.maxAbs
                 e.milliseconds = ms
                 e.notes = res.notes
                 entries[task.index] = e
@@ -197,6 +196,28 @@ public enum CompressWeights {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds + subgraphEncodeSeconds, threads: workers)
+    }
+
+    /// The error of every encoded weight against its original, on up to `workers` threads (after
+    /// the encoding, so its time is not the encoders'); nil for a failed one.
+    static func errorStats(_ jobs: [Task], _ results: [Result<(CodecResult, Double), CompressionError>?],
+                           order: [Int], workers: Int) -> [ErrorStats?] {
+        var stats = [ErrorStats?](repeating: nil, count: jobs.count)
+        let queue = WorkCounter()
+        stats.withUnsafeMutableBufferPointer { out in
+            let outP = UnsafeSendableBuffer(out)
+            let work = { @Sendable in
+                while true {
+                    let k = queue.take()
+                    guard k < order.count else { return }
+                    let j = order[k]
+                    guard case .success(let (res, _))? = results[j] else { continue }
+                    outP.buffer[j] = ErrorStats(original: jobs[j].input.values, decoded: res.encoding.decoded().floats ?? [])
+                }
+            }
+            if workers == 1 { work() } else { DispatchQueue.concurrentPerform(iterations: workers) { _ in work() } }
+        }
+        return stats
     }
 
     /// Every read of each of `graph`'s constants: by its nodes, and by nodes of their

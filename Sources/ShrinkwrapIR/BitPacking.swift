@@ -28,33 +28,46 @@ public enum BitPacking {
 
     /// Packs the low `bits` bits of every code.
     public static func pack<C: Collection>(_ codes: C, bits: Int, order: BitOrder) -> [UInt8] where C.Element: BinaryInteger {
+        // The low 8 bits of a code hold every bit packed (bits ≤ 8).
+        pack(codes.map { UInt8(truncatingIfNeeded: $0) }, bits: bits, order: order)
+    }
+
+    /// Packs the low `bits` bits of every code (the one implementation; unchecked
+    /// pointer loops over checked sizes, as large weights go through here).
+    public static func pack(_ codes: [UInt8], bits: Int, order: BitOrder) -> [UInt8] {
         precondition((1...8).contains(bits), "bit width \(bits) outside 1...8")
-        var out = [UInt8](repeating: 0, count: byteCount(count: codes.count, bits: bits))
+        if bits == 8 { return codes }
+        let total = byteCount(count: codes.count, bits: bits)
         let mask = UInt32((1 << bits) - 1)
-        if bits == 8 {
-            for (i, c) in codes.enumerated() { out[i] = UInt8(truncatingIfNeeded: c) }
-            return out
-        }
-        var bit = 0
-        for c in codes {
-            let v = UInt32(truncatingIfNeeded: Int(c)) & mask
-            switch order {
-            case .lsbFirst:
-                // Bits of v go to stream positions bit…bit+n−1, low bit first.
-                let byte = bit >> 3, shift = bit & 7
-                let wide = v << shift
-                out[byte] |= UInt8(truncatingIfNeeded: wide)
-                if shift + bits > 8 { out[byte + 1] |= UInt8(truncatingIfNeeded: wide >> 8) }
-            case .msbFirst:
-                // Stream position p is bit 7 − (p mod 8) of byte p / 8; v's MSB comes first.
-                let byte = bit >> 3, used = bit & 7
-                let wide = v << (16 - bits - used)  // align v's MSB to bit 15 − used
-                out[byte] |= UInt8(truncatingIfNeeded: wide >> 8)
-                if used + bits > 8 { out[byte + 1] |= UInt8(truncatingIfNeeded: wide) }
+        return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
+            out.initialize(repeating: 0)
+            codes.withUnsafeBufferPointer { c in
+                var bit = 0
+                switch order {
+                case .lsbFirst:
+                    for code in c {
+                        // Bits of v go to stream positions bit…bit+n−1, low bit first.
+                        let v = UInt32(code) & mask
+                        let byte = bit >> 3, shift = bit & 7
+                        let wide = v << shift
+                        out[byte] |= UInt8(truncatingIfNeeded: wide)
+                        if shift + bits > 8 { out[byte + 1] |= UInt8(truncatingIfNeeded: wide >> 8) }
+                        bit += bits
+                    }
+                case .msbFirst:
+                    for code in c {
+                        // Stream position p is bit 7 − (p mod 8) of byte p / 8; v's MSB comes first.
+                        let v = UInt32(code) & mask
+                        let byte = bit >> 3, used = bit & 7
+                        let wide = v << (16 - bits - used)  // align v's MSB to bit 15 − used
+                        out[byte] |= UInt8(truncatingIfNeeded: wide >> 8)
+                        if used + bits > 8 { out[byte + 1] |= UInt8(truncatingIfNeeded: wide) }
+                        bit += bits
+                    }
+                }
             }
-            bit += bits
+            initialized = total
         }
-        return out
     }
 
     /// Unpacks `count` unsigned codes; nil when `bytes` is shorter than the codes need.

@@ -203,17 +203,25 @@ public struct AffineWeights: Sendable, Equatable {
     }
 
     public func decoded() -> Tensor {
-        var out = [Float](repeating: 0, count: q.count)
-        out.withUnsafeMutableBufferPointer { o in
+        // scale × q is exact in Double; one rounding to Float at the end gives
+        // what Core ML's and coremltools' dequantization give, bit for bit.
+        let runs = BlockRuns(shape: shape, blockShape: blockShape)
+        let out = [Float](unsafeUninitializedCapacity: q.count) { o, initialized in
             q.withUnsafeBufferPointer { qp in
-                BlockRuns(shape: shape, blockShape: blockShape).forEach { range, s in
-                    // scale × q is exact in Double; one rounding to Float at
-                    // the end gives what Core ML's and coremltools'
-                    // dequantization give, bit for bit.
-                    let sc = Double(scale[s]), b = Double(bias[s])
-                    for i in range { o[i] = Float(sc * Double(qp[i]) + b) }
+                if let (rows, columns) = runs.lastAxisChannels {
+                    let sc = scale.map(Double.init), b = bias.map(Double.init)
+                    for r in 0..<rows {
+                        let row = r * columns
+                        for c in 0..<columns { o[row + c] = Float(sc[c] * Double(qp[row + c]) + b[c]) }
+                    }
+                } else {
+                    runs.forEach { range, s in
+                        let sc = Double(scale[s]), b = Double(bias[s])
+                        for i in range { o[i] = Float(sc * Double(qp[i]) + b) }
+                    }
                 }
             }
+            initialized = q.count
         }
         return Tensor(out, shape: shape)
     }
@@ -228,9 +236,9 @@ public struct BlockRuns: Sendable {
     /// Number of scale blocks.
     public let blocks: Int
     /// Elements per step along `axis` (the product of the shared trailing dims).
-    let inner: Int
+    @usableFromInline let inner: Int
     /// The last axis that is split into blocks, or −1 when every axis is shared.
-    let axis: Int
+    @usableFromInline let axis: Int
 
     public init(shape: [Int], blockShape: [Int]) {
         self.shape = shape; self.blockShape = blockShape
@@ -243,23 +251,38 @@ public struct BlockRuns: Sendable {
         axis = t - 1
     }
 
+    /// One scale per index of the last axis and none along the others (per-channel
+    /// scales of a [in, out] MatMul weight): every run is a single element, element
+    /// `r × columns + c` has scale `c`. Loops over rows and columns beat `forEach` there.
+    public var lastAxisChannels: (rows: Int, columns: Int)? {
+        guard let last = shape.indices.last, axis == last, blockShape[last] == 1, inner == 1,
+              shape.indices.dropLast().allSatisfy({ blockShape[$0] >= shape[$0] }) else { return nil }
+        let columns = shape[last]
+        guard columns > 0 else { return nil }
+        return (shape.reduce(1, *) / columns, columns)
+    }
+
     /// Calls `body(elementRange, scaleIndex)` for every run, in element order.
+    /// Inlinable: per-channel scales on the last axis make runs of one element,
+    /// so the body is best compiled into the loop (large weights go through here).
+    @inlinable
     public func forEach(_ body: (Range<Int>, Int) -> Void) {
         let n = shape.reduce(1, *)
         guard n > 0 else { return }
         guard axis >= 0 else { body(0..<n, 0); return }
-        let dim = shape[axis], b = blockShape[axis]
+        let dim = shape[axis], b = blockShape[axis], step = scaleStrides[axis]
         let outerAxes = axis  // axes 0..<axis are walked with an odometer
         var idx = [Int](repeating: 0, count: outerAxes)
         var base = 0
         while true {
             var sBase = 0
             for k in 0..<outerAxes { sBase += (idx[k] / blockShape[k]) * scaleStrides[k] }
-            var c = 0
+            var c = 0, s = sBase  // s: the scale of the run starting at c, sBase + (c / b) × step
             while c < dim {
                 let c1 = min(dim, c + b)
-                body(base + c * inner..<base + c1 * inner, sBase + (c / b) * scaleStrides[axis])
+                body(base + c * inner..<base + c1 * inner, s)
                 c = c1
+                s += step
             }
             base += dim * inner
             var k = outerAxes - 1
@@ -342,6 +365,7 @@ public struct PaletteWeights: Sendable, Equatable {
 func permuted<T>(_ a: [T], shape: [Int], perm: [Int]) -> [T] {
     let n = a.count
     guard n > 1, shape.count > 1 else { return a }
+    if shape.count == 2, perm == [1, 0] { return transposed2D(a, rows: shape[0], columns: shape[1]) }
     let inStrides = stridesOf(shape)
     let outShape = perm.map { shape[$0] }
     let strides = perm.map { inStrides[$0] }  // input stride of each output axis
@@ -362,6 +386,27 @@ func permuted<T>(_ a: [T], shape: [Int], perm: [Int]) -> [T] {
         }
     }
     return out
+}
+
+/// A [rows, columns] matrix (n = rows × columns elements) as [columns, rows],
+/// in 32 × 32 tiles so both sides stay in cache (large weights go through here).
+func transposed2D<T>(_ a: [T], rows: Int, columns: Int) -> [T] {
+    precondition(rows * columns == a.count, "transpose of \(a.count) elements as [\(rows), \(columns)]")
+    let tile = 32
+    return [T](unsafeUninitializedCapacity: a.count) { out, initialized in
+        a.withUnsafeBufferPointer { src in
+            guard let s = src.baseAddress, let d = out.baseAddress else { return }
+            for r0 in stride(from: 0, to: rows, by: tile) {
+                let r1 = min(r0 + tile, rows)
+                for c0 in stride(from: 0, to: columns, by: tile) {
+                    for c in c0..<min(c0 + tile, columns) {
+                        for r in r0..<r1 { (d + c * rows + r).initialize(to: s[r * columns + c]) }
+                    }
+                }
+            }
+        }
+        initialized = a.count
+    }
 }
 
 extension WeightEncoding {

@@ -13,25 +13,49 @@ public enum ONNXImporter {
     public static let supportedOpsets = 6...28
 
     /// Imports a model file. External data is resolved against its folder.
+    /// The file is mapped, not read: large initializers are decoded straight
+    /// from it (see `ONNXRawDataScan`) and their pages dropped once decoded.
     public static func importModel(at url: URL) throws -> Graph {
         let file = url.path
+        let directory = url.deletingLastPathComponent()
+        if let mapped = MappedFile(path: file) {
+            return try importModel(bytes: mapped.bytes, file: file, directory: directory, release: mapped.release)
+        }
         let data: Data
         do {
             data = try Data(contentsOf: url, options: .mappedIfSafe)
         } catch {
             throw ImportError.unreadable(file: file, reason: (error as NSError).localizedDescription)
         }
-        return try importModel(data: data, file: file, directory: url.deletingLastPathComponent())
+        return try importModel(data: data, file: file, directory: directory)
     }
 
     /// Imports model bytes; `file` names them in errors.
     public static func importModel(data: Data, file: String, directory: URL? = nil) throws -> Graph {
-        if data.isEmpty { throw ImportError.malformed(SourceLocation(file: file), reason: "file is empty") }
+        try data.withUnsafeBytes { try importModel(bytes: $0, file: file, directory: directory) }
+    }
+
+    /// Imports model bytes, lifting raw_data fields of at least `liftingFrom` bytes
+    /// (nil: none, every byte goes through SwiftProtobuf); `release` is told each
+    /// lifted range once it is decoded.
+    static func importModel(bytes: UnsafeRawBufferPointer, file: String, directory: URL?,
+                            liftingFrom minimum: Int? = ONNXRawDataScan.defaultMinimumBytes,
+                            release: ((Range<Int>) -> Void)? = nil) throws -> Graph {
+        if bytes.isEmpty { throw ImportError.malformed(SourceLocation(file: file), reason: "file is empty") }
+        let lifted = minimum.flatMap { ONNXRawDataScan.lift(bytes, minimumBytes: $0) }
         let model: Onnx_ModelProto
         do {
             var options = BinaryDecodingOptions()
             options.messageDepthLimit = 64
-            model = try Onnx_ModelProto(serializedBytes: data, options: options)
+            if let lifted {
+                model = try Onnx_ModelProto(serializedBytes: lifted.model, options: options)
+            } else if let base = bytes.baseAddress {
+                // A view of the caller's bytes, valid for this call (SwiftProtobuf copies what it keeps).
+                let view = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+                model = try Onnx_ModelProto(serializedBytes: view, options: options)
+            } else {
+                model = Onnx_ModelProto()
+            }
         } catch {
             throw ImportError.malformed(SourceLocation(file: file), reason: "not an ONNX protobuf (\(error))")
         }
@@ -50,6 +74,9 @@ public enum ONNXImporter {
         }
         var importer = GraphBuilder(file: file, opset: opset,
                                     tensors: ONNXTensorDecoder(file: file, modelDirectory: directory))
+        if let lifted {
+            importer.liftedInitializers = LiftedInitializers(bytes: bytes, ranges: lifted.payloads, release: release)
+        }
         var graph = try importer.build(model.graph)
         graph.sourceFormat = "onnx"
         graph.sourceVersion = "ir \(model.irVersion), opset \(opset)"
@@ -96,6 +123,8 @@ struct GraphBuilder {
     var names = NameAllocator(.numbered(separator: "__sw"))
     /// Where this graph sits, for messages: "" for the main graph, else the owning node and attribute.
     var scope = ""
+    /// The raw_data of the main graph's large initializers, lifted out before parsing (subgraphs have none).
+    var liftedInitializers: LiftedInitializers?
 
     init(file: String, opset: Int, tensors: ONNXTensorDecoder) {
         self.file = file; self.opset = opset; self.tensors = tensors
@@ -131,7 +160,14 @@ struct GraphBuilder {
         for (i, t) in g.initializer.enumerated() {
             let place = "initializer[\(i)] '\(t.name)'"
             guard !t.name.isEmpty else { throw ImportError.malformed(location(place), reason: "initializer has no name") }
-            graph.setConstant(Constant(name: t.name, tensor: try tensors.decode(t, place: place)))
+            let tensor: Tensor
+            if let lifted = liftedInitializers, let range = lifted.ranges[i] {
+                tensor = try tensors.decode(t, place: place, raw: UnsafeRawBufferPointer(rebasing: lifted.bytes[range]))
+                lifted.release?(range)
+            } else {
+                tensor = try tensors.decode(t, place: place)
+            }
+            graph.setConstant(Constant(name: t.name, tensor: tensor))
             if t.dataType == Int32(Onnx_TensorProto.DataType.uint4.rawValue) || t.dataType == Int32(Onnx_TensorProto.DataType.int4.rawValue) {
                 fourBitConstants.insert(t.name)
             }
@@ -220,6 +256,13 @@ struct GraphBuilder {
 
     /// Appends a node to the graph.
     mutating func emit(_ n: Node) { graph.nodes.append(n) }
+}
+
+/// Lifted raw_data bytes (see `ONNXRawDataScan`) of the main graph's initializers, by index.
+struct LiftedInitializers {
+    let bytes: UnsafeRawBufferPointer
+    let ranges: [Int: Range<Int>]
+    let release: ((Range<Int>) -> Void)?
 }
 
 extension ONNXImporter {

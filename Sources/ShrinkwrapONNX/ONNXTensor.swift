@@ -13,7 +13,8 @@ struct ONNXTensorDecoder {
     /// Largest tensor accepted, in elements.
     var elementLimit = 1 << 32
 
-    func decode(_ t: Onnx_TensorProto, place: String) throws -> Tensor {
+    /// `raw`: the tensor's raw_data when it was lifted out of the protobuf (`ONNXRawDataScan`).
+    func decode(_ t: Onnx_TensorProto, place: String, raw: UnsafeRawBufferPointer? = nil) throws -> Tensor {
         let loc = SourceLocation(file: file, place: place)
         if t.dataType == Int32(Onnx_TensorProto.DataType.uint4.rawValue) || t.dataType == Int32(Onnx_TensorProto.DataType.int4.rawValue) {
             return try decodeFourBit(t, signed: t.dataType == Int32(Onnx_TensorProto.DataType.int4.rawValue), loc: loc)
@@ -27,10 +28,13 @@ struct ONNXTensorDecoder {
 
         if t.dataLocation == .external {
             let bytes = try readExternal(t, expectedBytes: count * dtype.byteWidth, loc: loc)
-            return try fromLittleEndian(bytes, dtype: dtype, shape: shape, count: count, loc: loc)
+            return try bytes.withUnsafeBytes { try fromLittleEndian($0, dtype: dtype, shape: shape, count: count, loc: loc) }
+        }
+        if let raw {
+            return try fromLittleEndian(raw, dtype: dtype, shape: shape, count: count, loc: loc)
         }
         if t.hasRawData {
-            return try fromLittleEndian(t.rawData, dtype: dtype, shape: shape, count: count, loc: loc)
+            return try t.rawData.withUnsafeBytes { try fromLittleEndian($0, dtype: dtype, shape: shape, count: count, loc: loc) }
         }
         func need(_ have: Int, _ field: String) throws {
             guard have == count else {
@@ -107,43 +111,49 @@ struct ONNXTensorDecoder {
     }
 
     /// Little-endian bytes → tensor; the byte count must match exactly.
-    func fromLittleEndian(_ data: Data, dtype: DType, shape: [Int], count: Int, loc: SourceLocation) throws -> Tensor {
+    func fromLittleEndian(_ raw: UnsafeRawBufferPointer, dtype: DType, shape: [Int], count: Int, loc: SourceLocation) throws -> Tensor {
         let width = dtype.byteWidth
-        guard data.count == count * width else {
-            throw ImportError.badTensor(loc, reason: "raw data has \(data.count) bytes, shape \(shape) of \(dtype) needs \(count * width)")
+        guard raw.count == count * width else {
+            throw ImportError.badTensor(loc, reason: "raw data has \(raw.count) bytes, shape \(shape) of \(dtype) needs \(count * width)")
         }
-        return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Tensor in
-            func load<T: FixedWidthInteger>(_: T.Type, _ i: Int) -> T {
-                T(littleEndian: raw.loadUnaligned(fromByteOffset: i * MemoryLayout<T>.size, as: T.self))
+        if dtype == .float32, 1.littleEndian == 1 {
+            // The host's own layout: one copy of the bytes.
+            let values = [Float](unsafeUninitializedCapacity: count) { out, initialized in
+                if let dst = out.baseAddress, let src = raw.baseAddress { UnsafeMutableRawPointer(dst).copyMemory(from: src, byteCount: count * 4) }
+                initialized = count
             }
-            switch dtype {
-            case .float32:
-                return Tensor((0..<count).map { Float(bitPattern: load(UInt32.self, $0)) }, shape: shape)
-            case .float64:
-                return Tensor((0..<count).map { Float(Double(bitPattern: load(UInt64.self, $0))) }, shape: shape, dtype: .float64)
-            case .float16:
-                return Tensor((0..<count).map { Half.float(fromBits: load(UInt16.self, $0)) }, shape: shape, dtype: .float16)
-            case .bfloat16:
-                return Tensor((0..<count).map { Half.float(fromBFloatBits: load(UInt16.self, $0)) }, shape: shape, dtype: .bfloat16)
-            case .bool:
-                return Tensor(bools: (0..<count).map { raw[$0] != 0 }, shape: shape)
-            case .int8:
-                return Tensor(ints: (0..<count).map { Int64(Int8(bitPattern: raw[$0])) }, shape: shape, dtype: dtype)
-            case .uint8:
-                return Tensor(ints: (0..<count).map { Int64(raw[$0]) }, shape: shape, dtype: dtype)
-            case .int16:
-                return Tensor(ints: (0..<count).map { Int64(load(Int16.self, $0)) }, shape: shape, dtype: dtype)
-            case .uint16:
-                return Tensor(ints: (0..<count).map { Int64(load(UInt16.self, $0)) }, shape: shape, dtype: dtype)
-            case .int32:
-                return Tensor(ints: (0..<count).map { Int64(load(Int32.self, $0)) }, shape: shape, dtype: dtype)
-            case .uint32:
-                return Tensor(ints: (0..<count).map { Int64(load(UInt32.self, $0)) }, shape: shape, dtype: dtype)
-            case .int64:
-                return Tensor(ints: (0..<count).map { load(Int64.self, $0) }, shape: shape, dtype: dtype)
-            case .uint64:
-                return Tensor(ints: (0..<count).map { Int64(bitPattern: load(UInt64.self, $0)) }, shape: shape, dtype: dtype)
-            }
+            return Tensor(values, shape: shape)
+        }
+        func load<T: FixedWidthInteger>(_: T.Type, _ i: Int) -> T {
+            T(littleEndian: raw.loadUnaligned(fromByteOffset: i * MemoryLayout<T>.size, as: T.self))
+        }
+        switch dtype {
+        case .float32:
+            return Tensor((0..<count).map { Float(bitPattern: load(UInt32.self, $0)) }, shape: shape)
+        case .float64:
+            return Tensor((0..<count).map { Float(Double(bitPattern: load(UInt64.self, $0))) }, shape: shape, dtype: .float64)
+        case .float16:
+            return Tensor((0..<count).map { Half.float(fromBits: load(UInt16.self, $0)) }, shape: shape, dtype: .float16)
+        case .bfloat16:
+            return Tensor((0..<count).map { Half.float(fromBFloatBits: load(UInt16.self, $0)) }, shape: shape, dtype: .bfloat16)
+        case .bool:
+            return Tensor(bools: (0..<count).map { raw[$0] != 0 }, shape: shape)
+        case .int8:
+            return Tensor(ints: (0..<count).map { Int64(Int8(bitPattern: raw[$0])) }, shape: shape, dtype: dtype)
+        case .uint8:
+            return Tensor(ints: (0..<count).map { Int64(raw[$0]) }, shape: shape, dtype: dtype)
+        case .int16:
+            return Tensor(ints: (0..<count).map { Int64(load(Int16.self, $0)) }, shape: shape, dtype: dtype)
+        case .uint16:
+            return Tensor(ints: (0..<count).map { Int64(load(UInt16.self, $0)) }, shape: shape, dtype: dtype)
+        case .int32:
+            return Tensor(ints: (0..<count).map { Int64(load(Int32.self, $0)) }, shape: shape, dtype: dtype)
+        case .uint32:
+            return Tensor(ints: (0..<count).map { Int64(load(UInt32.self, $0)) }, shape: shape, dtype: dtype)
+        case .int64:
+            return Tensor(ints: (0..<count).map { load(Int64.self, $0) }, shape: shape, dtype: dtype)
+        case .uint64:
+            return Tensor(ints: (0..<count).map { Int64(bitPattern: load(UInt64.self, $0)) }, shape: shape, dtype: dtype)
         }
     }
 

@@ -66,10 +66,22 @@ public struct LinearCodec: WeightCodec {
         var lo = [Float](repeating: .infinity, count: blocks)
         var hi = [Float](repeating: -.infinity, count: blocks)
         w.values.withUnsafeBufferPointer { v in
-            runs.forEach { range, s in
-                var mn = lo[s], mx = hi[s]
-                for i in range { let x = v[i]; mn = min(mn, x); mx = max(mx, x) }
-                lo[s] = mn; hi[s] = mx
+            lo.withUnsafeMutableBufferPointer { lo in
+                hi.withUnsafeMutableBufferPointer { hi in
+                    if let (rows, columns) = runs.lastAxisChannels {
+                        // The same visits per block, in the same order, a row at a time.
+                        for r in 0..<rows {
+                            let row = r * columns
+                            for c in 0..<columns { let x = v[row + c]; lo[c] = min(lo[c], x); hi[c] = max(hi[c], x) }
+                        }
+                        return
+                    }
+                    runs.forEach { range, s in
+                        var mn = lo[s], mx = hi[s]
+                        for i in range { let x = v[i]; mn = min(mn, x); mx = max(mx, x) }
+                        lo[s] = mn; hi[s] = mx
+                    }
+                }
             }
         }
         let b = o.bits
@@ -122,17 +134,25 @@ public struct LinearCodec: WeightCodec {
         }
         let range = AffineWeights.codeRange(bits: b, signed: signed)
         let qlo = Double(range.lowerBound), qhi = Double(range.upperBound)
-        var q = [Int16](repeating: 0, count: w.values.count)
-        w.values.withUnsafeBufferPointer { v in
-            q.withUnsafeMutableBufferPointer { qp in
-                runs.forEach { range, s in
-                    let inv = 1 / Double(scale[s]), off = Double(bias[s])
-                    for i in range {
-                        let code = min(max((Double(v[i]) - off) * inv, qlo), qhi)
-                        qp[i] = Int16(roundHalfEven(code))
+        let inverse = scale.map { 1 / Double($0) }
+        let offset = bias.map(Double.init)
+        let q = [Int16](unsafeUninitializedCapacity: w.values.count) { qp, initialized in
+            w.values.withUnsafeBufferPointer { v in
+                func code(_ x: Float, _ s: Int) -> Int16 {
+                    Int16(roundHalfEven(min(max((Double(x) - offset[s]) * inverse[s], qlo), qhi)))
+                }
+                if let (rows, columns) = runs.lastAxisChannels {
+                    for r in 0..<rows {
+                        let row = r * columns
+                        for c in 0..<columns { qp[row + c] = code(v[row + c], c) }
+                    }
+                } else {
+                    runs.forEach { range, s in
+                        for i in range { qp[i] = code(v[i], s) }
                     }
                 }
             }
+            initialized = w.values.count
         }
         do {
             let a = try AffineWeights(shape: shape, bits: b, signed: signed, q: q, blockShape: blockShape,
