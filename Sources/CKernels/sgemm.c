@@ -1,0 +1,247 @@
+// SGEMM with register-blocked micro-kernels (AVX-512 8×32, AVX2 6×16, portable 4×8) over packed panels,
+// and a one-row path for M = 1. The bit-exactness contract is stated on sk_sgemm in CKernels.h: every
+// path below accumulates an element in one chain over k (increasing) starting from 0, and finishes it
+// with the same alpha / beta arithmetic.
+#pragma STDC FP_CONTRACT OFF
+#include "CKernels.h"
+#include "internal.h"
+#include "sgemm_impl.h"
+#include <stdlib.h>
+#include <string.h>
+
+enum { SK_KC = 256 };
+
+// MARK: - packing
+
+/// MR-row panels of op(A)[i0 ..< i0+mc][p0 ..< p0+kc], each stored k-major (MR values per k), rows past
+/// the matrix zero.
+static void pack_a(int mr, int ta, const float *a, ptrdiff_t lda, ptrdiff_t i0, ptrdiff_t mc, ptrdiff_t p0,
+                   ptrdiff_t kc, float *dst) {
+    for (ptrdiff_t ir = 0; ir < mc; ir += mr) {
+        ptrdiff_t rows = mc - ir < mr ? mc - ir : mr;
+        for (ptrdiff_t i = 0; i < mr; i++) {
+            float *d = dst + i;
+            if (i >= rows) {
+                for (ptrdiff_t p = 0; p < kc; p++) d[p * mr] = 0;
+            } else if (ta) {
+                const float *s = a + p0 * lda + (i0 + ir + i);
+                for (ptrdiff_t p = 0; p < kc; p++) d[p * mr] = s[p * lda];
+            } else {
+                const float *s = a + (i0 + ir + i) * lda + p0;
+                for (ptrdiff_t p = 0; p < kc; p++) d[p * mr] = s[p];
+            }
+        }
+        dst += kc * mr;
+    }
+}
+
+/// NR-column panels of op(B)[p0 ..< p0+kc][j0 ..< j0+nc], each k-major (NR values per k), columns past the
+/// matrix zero.
+static void pack_b(int nr, int tb, const float *b, ptrdiff_t ldb, ptrdiff_t p0, ptrdiff_t kc, ptrdiff_t j0,
+                   ptrdiff_t nc, float *dst) {
+    for (ptrdiff_t jr = 0; jr < nc; jr += nr) {
+        ptrdiff_t cols = nc - jr < nr ? nc - jr : nr;
+        if (tb) {
+            for (ptrdiff_t j = 0; j < nr; j++) {
+                float *d = dst + j;
+                if (j >= cols) {
+                    for (ptrdiff_t p = 0; p < kc; p++) d[p * nr] = 0;
+                } else {
+                    const float *s = b + (j0 + jr + j) * ldb + p0;
+                    for (ptrdiff_t p = 0; p < kc; p++) d[p * nr] = s[p];
+                }
+            }
+        } else {
+            for (ptrdiff_t p = 0; p < kc; p++) {
+                const float *s = b + (p0 + p) * ldb + j0 + jr;
+                float *d = dst + p * nr;
+                memcpy(d, s, (size_t)cols * sizeof(float));
+                for (ptrdiff_t j = cols; j < nr; j++) d[j] = 0;
+            }
+        }
+        dst += kc * nr;
+    }
+}
+
+// MARK: - portable kernels
+
+static float finish_scalar(float acc, float alpha, float beta, float old) {
+    if (beta == 0) return alpha == 1 ? acc : alpha * acc;
+    return alpha * acc + beta * old;
+}
+
+static void ukr_portable(ptrdiff_t kc, const float *ap, const float *bp, float *c, ptrdiff_t ldc, int load,
+                         int last, float alpha, float beta) {
+    float acc[4][8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = load ? c[i * ldc + j] : 0;
+    for (ptrdiff_t p = 0; p < kc; p++) {
+        const float *bk = bp + p * 8;
+        for (int i = 0; i < 4; i++) {
+            float av = ap[p * 4 + i];
+            for (int j = 0; j < 8; j++) acc[i][j] = acc[i][j] + av * bk[j];
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) c[i * ldc + j] = last ? finish_scalar(acc[i][j], alpha, beta, c[i * ldc + j]) : acc[i][j];
+}
+
+static void row_portable(ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, ptrdiff_t n, float *c,
+                         float alpha, float beta) {
+    enum { W = 64 };
+    for (ptrdiff_t j0 = 0; j0 < n; j0 += W) {
+        ptrdiff_t w = n - j0 < W ? n - j0 : W;
+        float acc[W];
+        for (ptrdiff_t j = 0; j < w; j++) acc[j] = 0;
+        for (ptrdiff_t p = 0; p < k; p++) {
+            float av = a[p];
+            const float *bk = b + p * ldb + j0;
+            for (ptrdiff_t j = 0; j < w; j++) acc[j] = acc[j] + av * bk[j];
+        }
+        for (ptrdiff_t j = 0; j < w; j++) c[j0 + j] = finish_scalar(acc[j], alpha, beta, c[j0 + j]);
+    }
+}
+
+static float madd_portable(float a, float b, float acc) { return acc + a * b; }
+
+const sk_gemm_impl sk_gemm_portable = {4, 8, ukr_portable, row_portable, madd_portable};
+
+static const sk_gemm_impl *impl_for(int32_t level) {
+#if SK_X86
+    switch (sk_level_clamp(level)) {
+    case SK_LEVEL_AVX512: return &sk_gemm_avx512;
+    case SK_LEVEL_AVX2: return &sk_gemm_avx2;
+    default: break;
+    }
+#else
+    (void)level;
+#endif
+    return &sk_gemm_portable;
+}
+
+// MARK: - drivers
+
+/// One tile through a temporary MR×NR block (edge tiles): the valid part of C is copied in when the
+/// kernel reads it, and only the valid part is copied back.
+static void edge_tile(const sk_gemm_impl *im, ptrdiff_t kc, const float *ap, const float *bp, float *c,
+                      ptrdiff_t ldc, ptrdiff_t rows, ptrdiff_t cols, int load, int last, float alpha, float beta) {
+    float tmp[16 * 64];
+    int mr = im->mr, nr = im->nr;
+    memset(tmp, 0, sizeof(float) * (size_t)(mr * nr));
+    if (load || (last && beta != 0)) {
+        for (ptrdiff_t i = 0; i < rows; i++) memcpy(tmp + i * nr, c + i * ldc, (size_t)cols * sizeof(float));
+    }
+    im->ukr(kc, ap, bp, tmp, nr, load, last, alpha, beta);
+    for (ptrdiff_t i = 0; i < rows; i++) memcpy(c + i * ldc, tmp + i * nr, (size_t)cols * sizeof(float));
+}
+
+/// The packed path: N in blocks of nc, K in blocks of kcb (partial sums stored in C, exact), M in blocks
+/// of mc; a packed B micro-panel is reused across all A micro-panels of the M block.
+static int gemm_packed(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
+                       const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c,
+                       ptrdiff_t ldc) {
+    const int mr = im->mr, nr = im->nr;
+    // K blocking keeps partial sums in C, so only when the final step does not need C's old values.
+    ptrdiff_t kcb = beta == 0 ? (k < SK_KC ? k : SK_KC) : k;
+    ptrdiff_t mc = (ptrdiff_t)mr * 16;
+    ptrdiff_t nc = ((ptrdiff_t)(1 << 18) / kcb) / nr * nr;
+    if (nc < nr) nc = nr;
+    ptrdiff_t nPadded = (n + nr - 1) / nr * nr;
+    if (nc > nPadded) nc = nPadded;
+    ptrdiff_t mPadded = (m + mr - 1) / mr * mr;
+    if (mc > mPadded) mc = mPadded;
+    float *abuf = malloc((size_t)(mc * kcb) * sizeof(float));
+    float *bbuf = malloc((size_t)(nc * kcb) * sizeof(float));
+    if (abuf == NULL || bbuf == NULL) {
+        free(abuf);
+        free(bbuf);
+        return 0;
+    }
+    for (ptrdiff_t jc = 0; jc < n; jc += nc) {
+        ptrdiff_t ncur = n - jc < nc ? n - jc : nc;
+        for (ptrdiff_t pc = 0; pc < k; pc += kcb) {
+            ptrdiff_t kc = k - pc < kcb ? k - pc : kcb;
+            int load = pc > 0, last = pc + kc >= k;
+            pack_b(nr, tb, b, ldb, pc, kc, jc, ncur, bbuf);
+            for (ptrdiff_t ic = 0; ic < m; ic += mc) {
+                ptrdiff_t mcur = m - ic < mc ? m - ic : mc;
+                pack_a(mr, ta, a, lda, ic, mcur, pc, kc, abuf);
+                for (ptrdiff_t jr = 0; jr < ncur; jr += nr) {
+                    const float *bp = bbuf + (jr / nr) * kc * nr;
+                    ptrdiff_t cols = ncur - jr < nr ? ncur - jr : nr;
+                    for (ptrdiff_t ir = 0; ir < mcur; ir += mr) {
+                        const float *ap = abuf + (ir / mr) * kc * mr;
+                        ptrdiff_t rows = mcur - ir < mr ? mcur - ir : mr;
+                        float *ct = c + (ic + ir) * ldc + jc + jr;
+                        if (rows == mr && cols == nr) im->ukr(kc, ap, bp, ct, ldc, load, last, alpha, beta);
+                        else edge_tile(im, kc, ap, bp, ct, ldc, rows, cols, load, last, alpha, beta);
+                    }
+                }
+            }
+        }
+    }
+    free(abuf);
+    free(bbuf);
+    return 1;
+}
+
+/// M = 1: the row kernel straight on B (B not transposed), or on NR·4-column chunks of Bᵀ transposed
+/// into a small buffer.
+static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
+                    ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c) {
+    float *acopy = NULL;
+    if (ta && k > 1) {
+        acopy = malloc((size_t)k * sizeof(float));
+        if (acopy == NULL) return 0;
+        for (ptrdiff_t p = 0; p < k; p++) acopy[p] = a[p * lda];
+        a = acopy;
+    }
+    int ok = 1;
+    if (!tb) {
+        im->row(k, a, b, ldb, n, c, alpha, beta);
+    } else {
+        ptrdiff_t chunk = (ptrdiff_t)im->nr * 4;
+        float *buf = malloc((size_t)(k * chunk) * sizeof(float));
+        if (buf == NULL) {
+            ok = 0;
+        } else {
+            for (ptrdiff_t j0 = 0; j0 < n; j0 += chunk) {
+                ptrdiff_t w = n - j0 < chunk ? n - j0 : chunk;
+                for (ptrdiff_t j = 0; j < w; j++) {
+                    const float *s = b + (j0 + j) * ldb;
+                    for (ptrdiff_t p = 0; p < k; p++) buf[p * w + j] = s[p];
+                }
+                im->row(k, a, buf, w, w, c + j0, alpha, beta);
+            }
+            free(buf);
+        }
+    }
+    free(acopy);
+    return ok;
+}
+
+void sk_sgemm(int32_t level, int32_t trans_a, int32_t trans_b, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
+              const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        for (ptrdiff_t i = 0; i < m; i++)
+            for (ptrdiff_t j = 0; j < n; j++) c[i * ldc + j] = finish_scalar(0, alpha, beta, c[i * ldc + j]);
+        return;
+    }
+    const sk_gemm_impl *im = impl_for(level);
+    if (m == 1 && gemm_row(im, trans_a, trans_b, n, k, alpha, a, lda, b, ldb, beta, c)) return;
+    if (gemm_packed(im, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    // Out of memory for the panels: one row at a time through the row kernel on B as stored
+    // (Bᵀ is read element by element), the same arithmetic per element.
+    for (ptrdiff_t i = 0; i < m; i++) {
+        for (ptrdiff_t j = 0; j < n; j++) {
+            float acc = 0;
+            for (ptrdiff_t p = 0; p < k; p++) {
+                float av = trans_a ? a[p * lda + i] : a[i * lda + p];
+                float bv = trans_b ? b[j * ldb + p] : b[p * ldb + j];
+                acc = im->madd(av, bv, acc);
+            }
+            c[i * ldc + j] = finish_scalar(acc, alpha, beta, c[i * ldc + j]);
+        }
+    }
+}
