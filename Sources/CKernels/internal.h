@@ -13,4 +13,10 @@
 #define SK_X86 0
 #endif
 
+#if SK_X86
+void sk_depthwise_avx512(const float *x, ptrdiff_t ih, ptrdiff_t iw, const float *w, ptrdiff_t kh, ptrdiff_t kw,
+                         ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh, ptrdiff_t dw, float bias,
+                         float *y, ptrdiff_t oh, ptrdiff_t ow);
+#endif
+
 #endif

@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef SK_KC_TUNE
 enum { SK_KC = 256 };
+#else
+enum { SK_KC = SK_KC_TUNE };
+#endif
 
 // MARK: - packing
 
@@ -70,18 +74,40 @@ static float finish_scalar(float acc, float alpha, float beta, float old) {
     return alpha * acc + beta * old;
 }
 
+/// 4×8 with the compilers' generic vector type (SSE2 / NEON registers, no target features): per lane a
+/// rounded multiply then a rounded add, exactly the scalar arithmetic.
+typedef float sk_v4 __attribute__((vector_size(16)));
+
+static inline sk_v4 v4_load(const float *p) {
+    sk_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void v4_store(float *p, sk_v4 v) { memcpy(p, &v, sizeof v); }
+
 static void ukr_portable(ptrdiff_t kc, const float *ap, const float *bp, float *c, ptrdiff_t ldc, int load,
                          int last, float alpha, float beta) {
-    float acc[4][8];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 8; j++) acc[i][j] = load ? c[i * ldc + j] : 0;
+    sk_v4 zero = {0, 0, 0, 0};
+    sk_v4 c00 = load ? v4_load(c) : zero, c01 = load ? v4_load(c + 4) : zero;
+    sk_v4 c10 = load ? v4_load(c + ldc) : zero, c11 = load ? v4_load(c + ldc + 4) : zero;
+    sk_v4 c20 = load ? v4_load(c + 2 * ldc) : zero, c21 = load ? v4_load(c + 2 * ldc + 4) : zero;
+    sk_v4 c30 = load ? v4_load(c + 3 * ldc) : zero, c31 = load ? v4_load(c + 3 * ldc + 4) : zero;
     for (ptrdiff_t p = 0; p < kc; p++) {
-        const float *bk = bp + p * 8;
-        for (int i = 0; i < 4; i++) {
-            float av = ap[p * 4 + i];
-            for (int j = 0; j < 8; j++) acc[i][j] = acc[i][j] + av * bk[j];
-        }
+        sk_v4 b0 = v4_load(bp), b1 = v4_load(bp + 4);
+        sk_v4 a0 = zero + ap[0], a1 = zero + ap[1], a2 = zero + ap[2], a3 = zero + ap[3];
+        c00 = c00 + a0 * b0; c01 = c01 + a0 * b1;
+        c10 = c10 + a1 * b0; c11 = c11 + a1 * b1;
+        c20 = c20 + a2 * b0; c21 = c21 + a2 * b1;
+        c30 = c30 + a3 * b0; c31 = c31 + a3 * b1;
+        ap += 4;
+        bp += 8;
     }
+    float acc[4][8];
+    v4_store(acc[0], c00); v4_store(acc[0] + 4, c01);
+    v4_store(acc[1], c10); v4_store(acc[1] + 4, c11);
+    v4_store(acc[2], c20); v4_store(acc[2] + 4, c21);
+    v4_store(acc[3], c30); v4_store(acc[3] + 4, c31);
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 8; j++) c[i * ldc + j] = last ? finish_scalar(acc[i][j], alpha, beta, c[i * ldc + j]) : acc[i][j];
 }
@@ -104,7 +130,7 @@ static void row_portable(ptrdiff_t k, const float *a, const float *b, ptrdiff_t 
 
 static float madd_portable(float a, float b, float acc) { return acc + a * b; }
 
-const sk_gemm_impl sk_gemm_portable = {4, 8, ukr_portable, row_portable, madd_portable};
+const sk_gemm_impl sk_gemm_portable = {4, 8, ukr_portable, row_portable, NULL, madd_portable};
 
 static const sk_gemm_impl *impl_for(int32_t level) {
 #if SK_X86
@@ -199,6 +225,8 @@ static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff
     int ok = 1;
     if (!tb) {
         im->row(k, a, b, ldb, n, c, alpha, beta);
+    } else if (im->rowT != NULL && ldb < (1 << 27)) {
+        im->rowT(k, a, b, ldb, n, c, alpha, beta);
     } else {
         ptrdiff_t chunk = (ptrdiff_t)im->nr * 4;
         float *buf = malloc((size_t)(k * chunk) * sizeof(float));
@@ -207,9 +235,14 @@ static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff
         } else {
             for (ptrdiff_t j0 = 0; j0 < n; j0 += chunk) {
                 ptrdiff_t w = n - j0 < chunk ? n - j0 : chunk;
-                for (ptrdiff_t j = 0; j < w; j++) {
-                    const float *s = b + (j0 + j) * ldb;
-                    for (ptrdiff_t p = 0; p < k; p++) buf[p * w + j] = s[p];
+                // Transposed in 16-deep slices of k: each slice reads one cache line per row of Bᵀ and
+                // writes 16 rows of the buffer, all staying in L1.
+                for (ptrdiff_t p0 = 0; p0 < k; p0 += 16) {
+                    ptrdiff_t pe = k - p0 < 16 ? k : p0 + 16;
+                    for (ptrdiff_t j = 0; j < w; j++) {
+                        const float *s = b + (j0 + j) * ldb;
+                        for (ptrdiff_t p = p0; p < pe; p++) buf[p * w + j] = s[p];
+                    }
                 }
                 im->row(k, a, buf, w, w, c + j0, alpha, beta);
             }
@@ -217,6 +250,25 @@ static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff
         }
     }
     free(acopy);
+    return ok;
+}
+
+/// N = 1 as the transposed problem Cᵀ = op(B)ᵀ · op(A)ᵀ on the one-row path (same chain per element):
+/// op(B)'s column is the row vector and op(A)ᵀ the matrix; a strided column of C goes through a buffer.
+static int gemm_column(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrdiff_t k, float alpha, const float *a,
+                       ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc) {
+    float *col = c;
+    if (ldc != 1) {
+        col = malloc((size_t)m * sizeof(float));
+        if (col == NULL) return 0;
+        for (ptrdiff_t i = 0; i < m; i++) col[i] = beta == 0 ? 0 : c[i * ldc];
+    }
+    // Row vector op(B)[p][0]: b[p·ldb] (not transposed: strided, like a transposed A row) or b[p].
+    int ok = gemm_row(im, !tb, !ta, m, k, alpha, b, tb ? 1 : ldb, a, lda, beta, col);
+    if (col != c) {
+        if (ok) for (ptrdiff_t i = 0; i < m; i++) c[i * ldc] = col[i];
+        free(col);
+    }
     return ok;
 }
 
@@ -230,6 +282,7 @@ void sk_sgemm(int32_t level, int32_t trans_a, int32_t trans_b, ptrdiff_t m, ptrd
     }
     const sk_gemm_impl *im = impl_for(level);
     if (m == 1 && gemm_row(im, trans_a, trans_b, n, k, alpha, a, lda, b, ldb, beta, c)) return;
+    if (n == 1 && gemm_column(im, trans_a, trans_b, m, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
     if (gemm_packed(im, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
     // Out of memory for the panels: one row at a time through the row kernel on B as stored
     // (Bᵀ is read element by element), the same arithmetic per element.

@@ -12,6 +12,10 @@ typedef struct {
     /// c[0 ..< n] = finish(Σ_p a[p] · b[p·ldb + j]) for one row of A.
     void (*row)(ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, ptrdiff_t n, float *c, float alpha,
                 float beta);
+    /// The same with B stored transposed (element j = Σ_p a[p] · b[j·ldb + p]), reading B by gathers;
+    /// NULL when the level has none (then B is transposed into a buffer). Needs 15·ldb < 2³¹.
+    void (*rowT)(ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, ptrdiff_t n, float *c, float alpha,
+                 float beta);
     /// The level's multiply-add, acc + a·b (fused on AVX2 / AVX-512).
     float (*madd)(float a, float b, float acc);
 } sk_gemm_impl;

@@ -78,7 +78,29 @@ SK_TARGET_AVX2 static void row_avx2(ptrdiff_t k, const float *a, const float *b,
     }
 }
 
-const sk_gemm_impl sk_gemm_avx2 = {6, 16, ukr_avx2, row_avx2, madd_fma};
+SK_TARGET_AVX2 static void rowT_avx2(ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, ptrdiff_t n,
+                                     float *c, float alpha, float beta) {
+    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)ldb));
+    ptrdiff_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        const float *b0 = b + j * ldb, *b1 = b + (j + 8) * ldb;
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        for (ptrdiff_t p = 0; p < k; p++) {
+            __m256 av = _mm256_broadcast_ss(a + p);
+            s0 = _mm256_fmadd_ps(av, _mm256_i32gather_ps(b0 + p, rows, 4), s0);
+            s1 = _mm256_fmadd_ps(av, _mm256_i32gather_ps(b1 + p, rows, 4), s1);
+        }
+        store256(c + j, s0, 1, alpha, beta);
+        store256(c + j + 8, s1, 1, alpha, beta);
+    }
+    for (; j < n; j++) {
+        float s = 0;
+        for (ptrdiff_t p = 0; p < k; p++) s = __builtin_fmaf(a[p], b[j * ldb + p], s);
+        c[j] = beta == 0 ? (alpha == 1 ? s : alpha * s) : alpha * s + beta * c[j];
+    }
+}
+
+const sk_gemm_impl sk_gemm_avx2 = {6, 16, ukr_avx2, row_avx2, rowT_avx2, madd_fma};
 
 // MARK: - AVX-512
 
@@ -146,5 +168,54 @@ SK_TARGET_AVX512 static void row_avx512(ptrdiff_t k, const float *a, const float
     }
 }
 
-const sk_gemm_impl sk_gemm_avx512 = {8, 32, ukr_avx512, row_avx512, madd_fma};
+/// Transposes 16 rows of 16 floats in registers: on return r[c] holds column c (rows 0 … 15 in lanes).
+SK_TARGET_AVX512 static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 2; i++) {
+        for (int q = 0; q < 4; q++) {
+            t[8 * i + q] = _mm512_shuffle_f32x4(r[8 * i + q], r[8 * i + 4 + q], 0x88);
+            t[8 * i + 4 + q] = _mm512_shuffle_f32x4(r[8 * i + q], r[8 * i + 4 + q], 0xDD);
+        }
+    }
+    for (int q = 0; q < 4; q++) {
+        r[q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0x88);
+        r[8 + q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0xDD);
+        r[4 + q] = _mm512_shuffle_f32x4(t[4 + q], t[12 + q], 0x88);
+        r[12 + q] = _mm512_shuffle_f32x4(t[4 + q], t[12 + q], 0xDD);
+    }
+}
+
+/// Bᵀ rows read 16 at a time in 16-deep slices of k (contiguous loads), transposed in registers, then
+/// the FMA chain in increasing k.
+SK_TARGET_AVX512 static void rowT_avx512(ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, ptrdiff_t n,
+                                         float *c, float alpha, float beta) {
+    for (ptrdiff_t j = 0; j < n; j += 16) {
+        ptrdiff_t rows = n - j < 16 ? n - j : 16;
+        __mmask16 out = rows == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rows) - 1);
+        __m512 s = _mm512_setzero_ps();
+        for (ptrdiff_t p = 0; p < k; p += 16) {
+            ptrdiff_t depth = k - p < 16 ? k - p : 16;
+            __mmask16 in = depth == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << depth) - 1);
+            __m512 r[16];
+            for (ptrdiff_t i = 0; i < 16; i++)
+                r[i] = i < rows ? _mm512_maskz_loadu_ps(in, b + (j + i) * ldb + p) : _mm512_setzero_ps();
+            transpose16(r);
+            for (ptrdiff_t q = 0; q < depth; q++) s = _mm512_fmadd_ps(_mm512_set1_ps(a[p + q]), r[q], s);
+        }
+        __m512 old = beta == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(out, c + j);
+        _mm512_mask_storeu_ps(c + j, out, finish512(s, old, alpha, beta));
+    }
+}
+
+const sk_gemm_impl sk_gemm_avx512 = {8, 32, ukr_avx512, row_avx512, rowT_avx512, madd_fma};
 #endif

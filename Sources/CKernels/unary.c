@@ -51,5 +51,12 @@ void sk_hardsigmoid(int32_t level, const float *x, float *y, ptrdiff_t n, float 
 void sk_depthwise_plane(int32_t level, const float *x, ptrdiff_t ih, ptrdiff_t iw, const float *w, ptrdiff_t kh,
                         ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh,
                         ptrdiff_t dw, float bias, float *y, ptrdiff_t oh, ptrdiff_t ow) {
+#if SK_X86
+    // Lane indices are 32-bit in the AVX-512 kernel.
+    if (sk_level_clamp(level) == SK_LEVEL_AVX512 && iw * (sw > dw ? sw : dw) < (1 << 30) && ow + kw * dw < (1 << 30)) {
+        sk_depthwise_avx512(x, ih, iw, w, kh, kw, sh, sw, ph, pw, dh, dw, bias, y, oh, ow);
+        return;
+    }
+#endif
     SK_DISPATCH(depthwise, x, ih, iw, w, kh, kw, sh, sw, ph, pw, dh, dw, bias, y, oh, ow)
 }

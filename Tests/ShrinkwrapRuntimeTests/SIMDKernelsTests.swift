@@ -70,7 +70,7 @@ final class SIMDKernelsTests: XCTestCase {
     /// Every level against a double-precision triple loop, with alpha and beta.
     func testGEMMLevelsMatchDoubleReference() {
         var rng = SplitMix(seed: 11)
-        for (m, n, k) in [(1, 1, 1), (3, 5, 7), (17, 33, 65), (1, 1000, 300), (300, 100, 64), (9, 70, 600), (1, 37, 513)] {
+        for (m, n, k) in [(1, 1, 1), (3, 5, 7), (17, 33, 65), (1, 1000, 300), (300, 100, 64), (9, 70, 600), (1, 37, 513), (64, 1, 300)] {
             let a = random(m * k, &rng), b = random(k * n, &rng)
             for (ta, tb) in [(false, false), (true, true), (false, true)] {
                 var ref = [Double](repeating: 0, count: m * n)
