@@ -1,6 +1,7 @@
 // Depthwise plane kernel for AVX-512: 16 outputs of a row held in one register across all taps, taps
-// outside the input masked off (so the per-element arithmetic is kernels_impl.h's: bias, then one fused
-// multiply-add per valid tap in (kh, kw) order). Strided taps are gathered under the same mask.
+// outside the input masked off, so the per-element arithmetic is kernels_impl.h's: bias, then per valid
+// tap in (kh, kw) order a rounded multiply and a rounded add (the same bits on every level). Stride-2 taps
+// are two masked loads and a permute; other strides are gathered under the same mask.
 #pragma STDC FP_CONTRACT OFF
 #include "internal.h"
 
@@ -55,7 +56,7 @@ SK_TARGET_AVX512 void sk_depthwise_avx512(const float *x, ptrdiff_t ih, ptrdiff_
                     } else {
                         xv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, steps, line + start, 4);
                     }
-                    acc = _mm512_mask3_fmadd_ps(_mm512_set1_ps(w[a * kw + b]), xv, acc, m);
+                    acc = _mm512_mask_add_ps(acc, m, acc, _mm512_mul_ps(_mm512_set1_ps(w[a * kw + b]), xv));
                 }
             }
             _mm512_mask_storeu_ps(y + o * ow + j0, store, acc);

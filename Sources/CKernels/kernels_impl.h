@@ -134,12 +134,12 @@ SK_ATTR static void SK_NAME(depthwise)(const float *x, ptrdiff_t ih, ptrdiff_t i
                 SK_NAME(validRange)(off, sw, iw, ow, &lo, &hi);
                 if (sw == 1) {
                     const float *src = line + off;
-                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = SK_MADD(wv, src[j], yrow[j]);
+                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = yrow[j] + wv * src[j];
                 } else if (sw == 2) {
                     const float *src = line + off;
-                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = SK_MADD(wv, src[2 * j], yrow[j]);
+                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = yrow[j] + wv * src[2 * j];
                 } else {
-                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = SK_MADD(wv, line[j * sw + off], yrow[j]);
+                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = yrow[j] + wv * line[j * sw + off];
                 }
             }
         }

@@ -1,7 +1,8 @@
 // SGEMM with register-blocked micro-kernels (AVX-512 8×32, AVX2 6×16, portable 4×8) over packed panels,
-// and a one-row path for M = 1. The bit-exactness contract is stated on sk_sgemm in CKernels.h: every
-// path below accumulates an element in one chain over k (increasing) starting from 0, and finishes it
-// with the same alpha / beta arithmetic.
+// a one-row path for M = 1 (and N = 1, transposed). The bit-exactness contract is stated on sk_sgemm in
+// CKernels.h: every path below sums an element as per-block chains over the same fixed K blocks of SK_KC
+// (each chain over k increasing from 0, the block sums added in order), and finishes it with the same
+// alpha / beta arithmetic.
 #pragma STDC FP_CONTRACT OFF
 #include "CKernels.h"
 #include "internal.h"
@@ -9,11 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef SK_KC_TUNE
+/// The K block: part of the bit-exactness contract (changing it changes results), not a tuning knob.
 enum { SK_KC = 256 };
-#else
-enum { SK_KC = SK_KC_TUNE };
-#endif
 
 // MARK: - packing
 
@@ -89,10 +87,7 @@ static inline void v4_store(float *p, sk_v4 v) { memcpy(p, &v, sizeof v); }
 static void ukr_portable(ptrdiff_t kc, const float *ap, const float *bp, float *c, ptrdiff_t ldc, int load,
                          int last, float alpha, float beta) {
     sk_v4 zero = {0, 0, 0, 0};
-    sk_v4 c00 = load ? v4_load(c) : zero, c01 = load ? v4_load(c + 4) : zero;
-    sk_v4 c10 = load ? v4_load(c + ldc) : zero, c11 = load ? v4_load(c + ldc + 4) : zero;
-    sk_v4 c20 = load ? v4_load(c + 2 * ldc) : zero, c21 = load ? v4_load(c + 2 * ldc + 4) : zero;
-    sk_v4 c30 = load ? v4_load(c + 3 * ldc) : zero, c31 = load ? v4_load(c + 3 * ldc + 4) : zero;
+    sk_v4 c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero, c30 = zero, c31 = zero;
     for (ptrdiff_t p = 0; p < kc; p++) {
         sk_v4 b0 = v4_load(bp), b1 = v4_load(bp + 4);
         sk_v4 a0 = zero + ap[0], a1 = zero + ap[1], a2 = zero + ap[2], a3 = zero + ap[3];
@@ -108,8 +103,12 @@ static void ukr_portable(ptrdiff_t kc, const float *ap, const float *bp, float *
     v4_store(acc[1], c10); v4_store(acc[1] + 4, c11);
     v4_store(acc[2], c20); v4_store(acc[2] + 4, c21);
     v4_store(acc[3], c30); v4_store(acc[3] + 4, c31);
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 8; j++) c[i * ldc + j] = last ? finish_scalar(acc[i][j], alpha, beta, c[i * ldc + j]) : acc[i][j];
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 8; j++) {
+            float v = load ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+            c[i * ldc + j] = last ? finish_scalar(v, alpha, beta, c[i * ldc + j]) : v;
+        }
+    }
 }
 
 static void row_portable(ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, ptrdiff_t n, float *c,
@@ -167,8 +166,8 @@ static int gemm_packed(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrd
                        const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c,
                        ptrdiff_t ldc) {
     const int mr = im->mr, nr = im->nr;
-    // K blocking keeps partial sums in C, so only when the final step does not need C's old values.
-    ptrdiff_t kcb = beta == 0 ? (k < SK_KC ? k : SK_KC) : k;
+    // K in fixed blocks of SK_KC (beta ≠ 0 comes here only with one block, see sk_sgemm).
+    ptrdiff_t kcb = k < SK_KC ? k : SK_KC;
     ptrdiff_t mc = (ptrdiff_t)mr * 16;
     ptrdiff_t nc = ((ptrdiff_t)(1 << 18) / kcb) / nr * nr;
     if (nc < nr) nc = nr;
@@ -211,6 +210,27 @@ static int gemm_packed(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrd
     return 1;
 }
 
+typedef void (*sk_row_fn)(ptrdiff_t, const float *, const float *, ptrdiff_t, ptrdiff_t, float *, float, float);
+
+/// One row in K blocks of SK_KC: each block's chain from 0 (into `tmp` after the first), added to the
+/// running total in C, then alpha applied (beta ≠ 0 only with a single block). `kstep` is how far B's
+/// pointer moves per k (ldb for B as stored, 1 for Bᵀ).
+static void row_blocks(sk_row_fn fn, ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, ptrdiff_t kstep,
+                       ptrdiff_t n, float *c, float alpha, float beta, float *tmp) {
+    if (k <= SK_KC) {
+        fn(k, a, b, ldb, n, c, alpha, beta);
+        return;
+    }
+    fn(SK_KC, a, b, ldb, n, c, 1, 0);
+    for (ptrdiff_t p0 = SK_KC; p0 < k; p0 += SK_KC) {
+        ptrdiff_t kc = k - p0 < SK_KC ? k - p0 : SK_KC;
+        fn(kc, a + p0, b + p0 * kstep, ldb, n, tmp, 1, 0);
+        for (ptrdiff_t j = 0; j < n; j++) c[j] = c[j] + tmp[j];
+    }
+    if (alpha != 1)
+        for (ptrdiff_t j = 0; j < n; j++) c[j] = alpha * c[j];
+}
+
 /// M = 1: the row kernel straight on B (B not transposed), or on NR·4-column chunks of Bᵀ transposed
 /// into a small buffer.
 static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff_t k, float alpha, const float *a,
@@ -223,12 +243,20 @@ static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff
         a = acopy;
     }
     int ok = 1;
+    ptrdiff_t chunk = (ptrdiff_t)im->nr * 4;
+    float *tmp = NULL;
+    if (k > SK_KC) {
+        tmp = malloc((size_t)(n > chunk ? n : chunk) * sizeof(float));
+        if (tmp == NULL) {
+            free(acopy);
+            return 0;
+        }
+    }
     if (!tb) {
-        im->row(k, a, b, ldb, n, c, alpha, beta);
+        row_blocks(im->row, k, a, b, ldb, ldb, n, c, alpha, beta, tmp);
     } else if (im->rowT != NULL && ldb < (1 << 27)) {
-        im->rowT(k, a, b, ldb, n, c, alpha, beta);
+        row_blocks(im->rowT, k, a, b, ldb, 1, n, c, alpha, beta, tmp);
     } else {
-        ptrdiff_t chunk = (ptrdiff_t)im->nr * 4;
         float *buf = malloc((size_t)(k * chunk) * sizeof(float));
         if (buf == NULL) {
             ok = 0;
@@ -244,12 +272,13 @@ static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff
                         for (ptrdiff_t p = p0; p < pe; p++) buf[p * w + j] = s[p];
                     }
                 }
-                im->row(k, a, buf, w, w, c + j0, alpha, beta);
+                row_blocks(im->row, k, a, buf, w, w, w, c + j0, alpha, beta, tmp);
             }
             free(buf);
         }
     }
     free(acopy);
+    free(tmp);
     return ok;
 }
 
@@ -272,6 +301,36 @@ static int gemm_column(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrd
     return ok;
 }
 
+/// The scalar fallback (out of memory for panels): the same blocks and chains, element by element.
+static void gemm_scalar(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
+                        const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c,
+                        ptrdiff_t ldc) {
+    for (ptrdiff_t i = 0; i < m; i++) {
+        for (ptrdiff_t j = 0; j < n; j++) {
+            float total = 0;
+            for (ptrdiff_t p0 = 0; p0 < k; p0 += SK_KC) {
+                ptrdiff_t pe = k - p0 < SK_KC ? k : p0 + SK_KC;
+                float acc = 0;
+                for (ptrdiff_t p = p0; p < pe; p++) {
+                    float av = ta ? a[p * lda + i] : a[i * lda + p];
+                    float bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+                    acc = im->madd(av, bv, acc);
+                }
+                total = p0 == 0 ? acc : total + acc;
+            }
+            c[i * ldc + j] = finish_scalar(total, alpha, beta, c[i * ldc + j]);
+        }
+    }
+}
+
+static void gemm_core(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
+                      const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc) {
+    if (m == 1 && gemm_row(im, ta, tb, n, k, alpha, a, lda, b, ldb, beta, c)) return;
+    if (n == 1 && gemm_column(im, ta, tb, m, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    if (gemm_packed(im, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    gemm_scalar(im, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 void sk_sgemm(int32_t level, int32_t trans_a, int32_t trans_b, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
               const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc) {
     if (m <= 0 || n <= 0) return;
@@ -281,20 +340,19 @@ void sk_sgemm(int32_t level, int32_t trans_a, int32_t trans_b, ptrdiff_t m, ptrd
         return;
     }
     const sk_gemm_impl *im = impl_for(level);
-    if (m == 1 && gemm_row(im, trans_a, trans_b, n, k, alpha, a, lda, b, ldb, beta, c)) return;
-    if (n == 1 && gemm_column(im, trans_a, trans_b, m, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-    if (gemm_packed(im, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-    // Out of memory for the panels: one row at a time through the row kernel on B as stored
-    // (Bᵀ is read element by element), the same arithmetic per element.
-    for (ptrdiff_t i = 0; i < m; i++) {
-        for (ptrdiff_t j = 0; j < n; j++) {
-            float acc = 0;
-            for (ptrdiff_t p = 0; p < k; p++) {
-                float av = trans_a ? a[p * lda + i] : a[i * lda + p];
-                float bv = trans_b ? b[j * ldb + p] : b[p * ldb + j];
-                acc = im->madd(av, bv, acc);
-            }
-            c[i * ldc + j] = finish_scalar(acc, alpha, beta, c[i * ldc + j]);
+    if (beta != 0 && k > SK_KC) {
+        // The running total over K blocks lives in C, so C's old values are kept aside for the finish.
+        float *old = malloc((size_t)(m * n) * sizeof(float));
+        if (old == NULL) {
+            gemm_scalar(im, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            return;
         }
+        for (ptrdiff_t i = 0; i < m; i++) memcpy(old + i * n, c + i * ldc, (size_t)n * sizeof(float));
+        gemm_core(im, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0, c, ldc);
+        for (ptrdiff_t i = 0; i < m; i++)
+            for (ptrdiff_t j = 0; j < n; j++) c[i * ldc + j] = finish_scalar(c[i * ldc + j], alpha, beta, old[i * n + j]);
+        free(old);
+        return;
     }
+    gemm_core(im, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

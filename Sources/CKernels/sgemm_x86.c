@@ -21,9 +21,7 @@ SK_TARGET_AVX2 static inline void store256(float *p, __m256 acc, int last, float
     _mm256_storeu_ps(p, finish256(acc, old, alpha, beta));
 }
 
-#define SK_INIT2(i)                                                                                            \
-    __m256 c##i##0 = load ? _mm256_loadu_ps(c + (i) * ldc) : _mm256_setzero_ps();                            \
-    __m256 c##i##1 = load ? _mm256_loadu_ps(c + (i) * ldc + 8) : _mm256_setzero_ps();
+#define SK_INIT2(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
 #define SK_STEP2(i)                                                                                            \
     {                                                                                                          \
         __m256 av = _mm256_broadcast_ss(ap + (i));                                                             \
@@ -31,6 +29,10 @@ SK_TARGET_AVX2 static inline void store256(float *p, __m256 acc, int last, float
         c##i##1 = _mm256_fmadd_ps(av, b1, c##i##1);                                                            \
     }
 #define SK_OUT2(i)                                                                                             \
+    if (load) {                                                                                                \
+        c##i##0 = _mm256_add_ps(_mm256_loadu_ps(c + (i) * ldc), c##i##0);                                     \
+        c##i##1 = _mm256_add_ps(_mm256_loadu_ps(c + (i) * ldc + 8), c##i##1);                                 \
+    }                                                                                                          \
     store256(c + (i) * ldc, c##i##0, last, alpha, beta);                                                      \
     store256(c + (i) * ldc + 8, c##i##1, last, alpha, beta);
 
@@ -115,9 +117,7 @@ SK_TARGET_AVX512 static inline void store512(float *p, __m512 acc, int last, flo
     _mm512_storeu_ps(p, finish512(acc, old, alpha, beta));
 }
 
-#define SK_INIT5(i)                                                                                            \
-    __m512 c##i##0 = load ? _mm512_loadu_ps(c + (i) * ldc) : _mm512_setzero_ps();                            \
-    __m512 c##i##1 = load ? _mm512_loadu_ps(c + (i) * ldc + 16) : _mm512_setzero_ps();
+#define SK_INIT5(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
 #define SK_STEP5(i)                                                                                            \
     {                                                                                                          \
         __m512 av = _mm512_set1_ps(ap[i]);                                                                     \
@@ -125,6 +125,10 @@ SK_TARGET_AVX512 static inline void store512(float *p, __m512 acc, int last, flo
         c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                                            \
     }
 #define SK_OUT5(i)                                                                                             \
+    if (load) {                                                                                                \
+        c##i##0 = _mm512_add_ps(_mm512_loadu_ps(c + (i) * ldc), c##i##0);                                     \
+        c##i##1 = _mm512_add_ps(_mm512_loadu_ps(c + (i) * ldc + 16), c##i##1);                                \
+    }                                                                                                          \
     store512(c + (i) * ldc, c##i##0, last, alpha, beta);                                                      \
     store512(c + (i) * ldc + 16, c##i##1, last, alpha, beta);
 

@@ -3,8 +3,9 @@ import CKernels
 /// Single-precision matrix multiply on Shrinkwrap's own kernels (CKernels' `sk_sgemm`: AVX-512, AVX2+FMA
 /// or portable C, chosen at run time; `SHRINKWRAP_SIMD=portable|avx2|avx512` pins a level).
 ///
-/// The property everything above relies on: each element of C is one accumulation over k in increasing
-/// order (then the alpha / beta finish), so its bits depend only on its row of op(A), its column of op(B),
+/// The property everything above relies on: each element of C is a fixed sequence of operations over k —
+/// chains in increasing k over fixed blocks of 256, the block sums added in order, then the alpha / beta
+/// finish (`sk_sgemm` in CKernels.h) — so its bits depend only on its row of op(A), its column of op(B),
 /// K, alpha, beta and the SIMD level — never on M, N, tiling, which other rows or columns share the call,
 /// or the thread count. Batching N inputs into one call reproduces the one-input numbers bit for bit, and
 /// splitting C across threads is deterministic by construction.
