@@ -24,7 +24,10 @@ let package = Package(
         // ZIP archives in memory (no dependencies): read — central directory incl. ZIP64, stored + deflate members,
         // CRC-32 — and a deterministic writer of stored archives. Under .npz files and TFLite metadata's appended files.
         .target(name: "ZipArchive", dependencies: ["ShrinkwrapIR"]),
-        .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR"]),
+        // SIMD compute kernels in C (SGEMM, depthwise conv, unary math): AVX-512 / AVX2+FMA / portable paths
+        // chosen at run time (per-function target attributes, no unsafe flags); no dependencies, no threads.
+        .target(name: "CKernels"),
+        .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR", "CKernels"]),
         .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression"]),
         .target(

@@ -29,21 +29,6 @@ public enum ActivationKernels {
         let alpha: Float
         @inline(__always) func callAsFunction(_ x: Float) -> Float { Swift.max(0, x) + Swift.min(0, alpha * expm1f(x / alpha)) }
     }
-    /// 1 / (1 + e^-x); e^-x overflowing to a huge value gives 0, as it should.
-    struct SigmoidF: EWUnaryOp { @inline(__always) func callAsFunction(_ x: Float) -> Float { 1 / (1 + EWKit.fastExp(-x)) } }
-    /// x · sigmoid(αx).
-    struct SwishF: EWUnaryOp {
-        let alpha: Float
-        @inline(__always) func callAsFunction(_ x: Float) -> Float { x * (1 / (1 + EWKit.fastExp(-alpha * x))) }
-    }
-    struct HardSigmoidF: EWUnaryOp {
-        let alpha: Float, beta: Float
-        @inline(__always) func callAsFunction(_ x: Float) -> Float { Swift.max(0, Swift.min(1, alpha * x + beta)) }
-    }
-    /// x · max(0, min(1, x/6 + 1/2)).
-    struct HardSwishF: EWUnaryOp {
-        @inline(__always) func callAsFunction(_ x: Float) -> Float { x * Swift.max(0, Swift.min(1, x * (1 / 6 as Float) + 0.5)) }
-    }
     /// log(1 + e^x), written so large |x| neither overflows nor loses precision.
     struct SoftplusF: EWUnaryOp {
         @inline(__always) func callAsFunction(_ x: Float) -> Float { x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)) }
@@ -138,20 +123,22 @@ public enum ActivationKernels {
         return try EWKit.unary(c, grain: EWKit.costlyGrain, CeluF(alpha: alpha))
     }
 
-    public static func sigmoid(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, SigmoidF()) }
+    // Sigmoid, Swish, HardSigmoid, HardSwish and Tanh run on CKernels' vectorised math (SIMDKernels; ≤ 3 ulp
+    // for sigmoid / tanh, HardSigmoid / HardSwish exact: a rounded multiply and add, then the clamps).
+    public static func sigmoid(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, .sigmoid) }
 
     /// Swish (opset 24): x · sigmoid(alpha · x), alpha default 1.
     public static func swish(_ c: KernelContext) throws -> [Tensor] {
-        try EWKit.unary(c, grain: EWKit.costlyGrain, SwishF(alpha: try c.float("alpha", default: 1)))
+        try EWKit.unary(c, .swish(alpha: try c.float("alpha", default: 1)))
     }
 
     public static func hardSigmoid(_ c: KernelContext) throws -> [Tensor] {
         let alpha = try c.float("alpha", default: 0.2), beta = try c.float("beta", default: 0.5)
-        return try EWKit.unary(c, HardSigmoidF(alpha: alpha, beta: beta))
+        return try EWKit.unary(c, .hardSigmoid(alpha: alpha, beta: beta))
     }
 
-    public static func hardSwish(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, HardSwishF()) }
-    public static func tanh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: tanhf)) }
+    public static func hardSwish(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, .hardSwish) }
+    public static func tanh(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, .tanh) }
     public static func softplus(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, SoftplusF()) }
     public static func softsign(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, SoftsignF()) }
 

@@ -1,3 +1,4 @@
+import CKernels
 import ShrinkwrapIR
 
 // Conv and ConvTranspose (NCHW, 1–3 spatial dims) on GEMM.sgemm.
@@ -270,6 +271,18 @@ extension NNKernels {
         let pIn = in0 * in1 * in2, pOut = o0 * o1 * o2
         let m = channels * multiplier
         let ys = SendablePointer(y)
+        if k0 == 1 && in0 == 1 && o0 == 1 {
+            // 2-D (and 1-D): CKernels' vectorised plane kernel, same tap order.
+            let level = SIMDKernels.level
+            parallelChunks(batch * m, threads: threads, minChunk: max(1, 8192 / max(pOut * kc, 1))) { range in
+                for planeIndex in range {
+                    let b = planeIndex / m, oc = planeIndex % m
+                    sk_depthwise_plane(level, x + (b * channels + oc / multiplier) * pIn, in1, in2, w + oc * kc, k1, k2,
+                                       s1, s2, p1, p2, d1, d2, bias?[oc] ?? 0, ys.p + planeIndex * pOut, o1, o2)
+                }
+            }
+            return
+        }
         // Valid output run along the last axis for every kw.
         var runs = [(Int, Int)]()
         runs.reserveCapacity(k2)

@@ -141,6 +141,13 @@ enum EWKit {
         return [floatTensor(map1(x, threads: c.threads, grain: grain, f), t.shape, t.dtype)]
     }
 
+    /// A unary op on floats only, run by CKernels' vectorised math.
+    static func unary(_ c: KernelContext, _ f: SIMDKernels.Unary) throws -> [Tensor] {
+        let t = try c.input(0)
+        guard let x = t.floats else { throw c.fail("input must be floating point, got \(t.dtype)") }
+        return [floatTensor(SIMDKernels.map(f, x, threads: c.threads), t.shape, t.dtype)]
+    }
+
     /// A unary op on floats and integers (integer results wrapped into the input dtype).
     @inline(__always)
     static func unary<F: EWUnaryOp, I: EWUnaryOp>(_ c: KernelContext, grain: Int = cheapGrain, _ f: F, int g: I) throws -> [Tensor]

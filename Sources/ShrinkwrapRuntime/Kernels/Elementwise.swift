@@ -129,7 +129,8 @@ public enum ElementwiseKernels {
         return try EWKit.unary(c, EWOps.SignF(), int: EWOps.SignI())
     }
 
-    public static func exp(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: expf)) }
+    /// Exp on CKernels' vectorised exp (≤ 2 ulp; SIMDKernels).
+    public static func exp(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, .exp) }
     public static func log(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, grain: EWKit.costlyGrain, EWLibm(fn: logf)) }
     public static func sqrt(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.SqrtF()) }
     public static func reciprocal(_ c: KernelContext) throws -> [Tensor] { try EWKit.unary(c, EWOps.RecipF()) }
@@ -197,16 +198,25 @@ public enum ElementwiseKernels {
                     return EWKit.truncatedInt(v)
                 }, shape: shape, dtype: to)
             }
-            return EWKit.intTensor(x.map { EWKit.truncatedInt($0) }, shape, to)
+            return EWKit.intTensor(SIMDKernels.ints(fromFloats: x, threads: 1), shape, to)
         case .int(let x):
             if to.isFloatingPoint {
-                let f: [Float] = t.dtype == .uint64 ? x.map { Float(UInt64(bitPattern: $0)) } : x.map { Float($0) }
+                let f: [Float] = t.dtype == .uint64 ? x.map { Float(UInt64(bitPattern: $0)) } : SIMDKernels.floats(fromInts: x, threads: 1)
                 return EWKit.floatTensor(f, shape, to)
             }
             if to == .bool { return Tensor(bools: x.map { $0 != 0 }, shape: shape) }
             return EWKit.intTensor(x, shape, to)
         case .bool(let x):
-            if to.isFloatingPoint { return Tensor(dtype: to, shape: shape, storage: .float(x.map { $0 ? 1 : 0 })) }
+            if to.isFloatingPoint {
+                // One pass into uninitialised storage (a `map` closure here cost ~1 ns per element).
+                let f = x.withUnsafeBufferPointer { xb in
+                    [Float](unsafeUninitializedCapacity: xb.count) { out, count in
+                        for i in 0..<xb.count { out[i] = xb[i] ? 1 : 0 }
+                        count = xb.count
+                    }
+                }
+                return Tensor(dtype: to, shape: shape, storage: .float(f))
+            }
             if to == .bool { return t }
             return Tensor(dtype: to, shape: shape, storage: .int(x.map { $0 ? 1 : 0 }))
         }

@@ -56,9 +56,8 @@ public enum RecurrentKernels {
         /// Applies the function in place to `n` values.
         func apply(_ p: UnsafeMutablePointer<Float>, _ n: Int) {
             switch kind {
-            case .sigmoid:
-                for i in 0..<n { let x = p[i]; p[i] = x >= 0 ? 1 / (1 + expf(-x)) : expf(x) / (1 + expf(x)) }
-            case .tanh: for i in 0..<n { p[i] = tanhf(p[i]) }
+            case .sigmoid: SIMDKernels.apply(.sigmoid, p, p, count: n)
+            case .tanh: SIMDKernels.apply(.tanh, p, p, count: n)
             case .relu: for i in 0..<n { p[i] = max(p[i], 0) }
             case .hardSigmoid: for i in 0..<n { p[i] = min(max(alpha * p[i] + beta, 0), 1) }
             case .affine: for i in 0..<n { p[i] = alpha * p[i] + beta }

@@ -1,0 +1,72 @@
+// Shrinkwrap's compute kernels in C: SGEMM, depthwise convolution and vectorised unary math, each with an
+// AVX-512, an AVX2+FMA and a portable code path. The path is chosen once per process (sk_level_active) or
+// passed explicitly (tests compare levels). The C code creates no threads: callers split work themselves.
+#ifndef SHRINKWRAP_CKERNELS_H
+#define SHRINKWRAP_CKERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Instruction-set levels. Every kernel has all three; a level the CPU lacks falls back to a lower one.
+enum { SK_LEVEL_PORTABLE = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2 };
+
+/// The best level this CPU supports (AVX2 needs AVX2 + FMA; AVX-512 needs F, VL, BW, DQ).
+int32_t sk_level_best(void);
+/// The level kernels run at: SHRINKWRAP_SIMD=portable|avx2|avx512 when set (capped at sk_level_best),
+/// else sk_level_best. Read once.
+int32_t sk_level_active(void);
+/// `level` capped at what the CPU supports (negative values mean sk_level_active()).
+int32_t sk_level_clamp(int32_t level);
+/// "portable", "avx2" or "avx512".
+const char *sk_level_name(int32_t level);
+
+/// C[M×N] = alpha · op(A) · op(B) + beta · C, row-major; lda / ldb / ldc are the row strides as stored.
+///
+/// Bit-exactness contract: for a given level, each element C[i][j] is computed over fixed blocks of K
+/// (k = 0 ..< 256, 256 ..< 512, …; the block boundaries depend on nothing but K):
+///   total = 0; for each block in order: { acc = 0; for p in the block (increasing): acc = acc + A[i][p]·B[p][j];
+///                                         total = (first block) ? acc : total + acc }
+/// (the multiply-add fused on AVX2 / AVX-512; a rounded multiply then a rounded add on the portable level),
+/// then C[i][j] = total (alpha = 1, beta = 0), alpha·total (beta = 0) or alpha·total + beta·C[i][j], each
+/// operation rounded. So an element's bits depend only on its row of op(A), its column of op(B), K, alpha,
+/// beta and the level — never on M, N, the tiling, which other rows / columns are in the call, or how a
+/// caller splits C across threads. (Summing per-block chains is also more accurate than one chain of K
+/// terms.) beta = 0 never reads C (NaN in C does not propagate).
+void sk_sgemm(int32_t level, int32_t trans_a, int32_t trans_b, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
+              const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc);
+
+/// Depthwise 2-D convolution of one plane: y[oh][ow] = bias + Σ over taps (kh, kw in increasing order,
+/// taps outside the input skipped) of w[kh][kw] · x[oh·sh − ph + kh·dh][ow·sw − pw + kw·dw].
+/// Each tap is a rounded multiply then a rounded add on every level (not fused), so all levels give the
+/// same bits, those of the straightforward float loop. (Fused multiply-adds here moved ppocr-v4-rec's
+/// output from 8e-5 to 2.5e-4 of a float64 evaluation — past onnxruntime's 2.2e-4 — on the corpus inputs.)
+void sk_depthwise_plane(int32_t level, const float *x, ptrdiff_t ih, ptrdiff_t iw, const float *w, ptrdiff_t kh,
+                        ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh,
+                        ptrdiff_t dw, float bias, float *y, ptrdiff_t oh, ptrdiff_t ow);
+
+/// Unary functions over `n` floats, `y` may equal `x`. Accuracy (tested against double-precision libm
+/// over a dense sweep of the float range): exp ≤ 2 ulp (0 for x < −103.98, +inf above 88.73), tanh and
+/// sigmoid ≤ 3 ulp; NaN stays NaN, ±inf and ±0 map as the functions do.
+void sk_exp(int32_t level, const float *x, float *y, ptrdiff_t n);
+void sk_tanh(int32_t level, const float *x, float *y, ptrdiff_t n);
+void sk_sigmoid(int32_t level, const float *x, float *y, ptrdiff_t n);
+/// x · sigmoid(alpha · x).
+void sk_swish(int32_t level, const float *x, float *y, ptrdiff_t n, float alpha);
+/// x · max(0, min(1, x · (1/6) + 0.5)): a rounded multiply and add, so every level gives the same bits.
+void sk_hardswish(int32_t level, const float *x, float *y, ptrdiff_t n);
+/// max(0, min(1, alpha · x + beta)) (NaN gives 1 as Swift's min / max do): same bits on every level.
+void sk_hardsigmoid(int32_t level, const float *x, float *y, ptrdiff_t n, float alpha, float beta);
+
+/// Conversions for Cast: int64 → float (round to nearest), int32 → float, float → int64 truncated toward
+/// zero (NaN → 0, saturating at the int64 range).
+void sk_i64_to_f32(const int64_t *x, float *y, ptrdiff_t n);
+void sk_f32_to_i64(const float *x, int64_t *y, ptrdiff_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

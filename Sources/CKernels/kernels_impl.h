@@ -1,0 +1,149 @@
+// The elementwise math and the depthwise plane kernel, written once and compiled per level by unary.c:
+// it defines SK_ATTR (target attributes), SK_NAME(x) (a per-level name) and SK_MADD(a, b, c) = a·b + c
+// (fused on AVX2 / AVX-512, a rounded multiply then add on the portable level), then includes this file.
+// The loops are branch-free over the element so the compiler vectorises them for the level's width.
+
+#define SK_INL static inline __attribute__((always_inline)) SK_ATTR
+
+SK_INL uint32_t SK_NAME(bits)(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+SK_INL float SK_NAME(fromBits)(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/// e^x: n = round(x / ln 2) through the 1.5·2²³ trick, r = x − n·ln 2 in two parts (Cody–Waite), e^r by
+/// its degree-7 Taylor polynomial (truncation < 6·10⁻⁹ relative on |r| ≤ ln2/2), and 2ⁿ applied as two
+/// exact-range powers of two so results in the subnormal range are rounded once. x is clamped to
+/// [−104, 89] first (e^−104 rounds to 0, e^89 overflows to +inf); NaN fails both compares and stays NaN.
+SK_INL float SK_NAME(exp1)(float x) {
+    float xc = x > 89.0f ? 89.0f : x;
+    xc = xc < -104.0f ? -104.0f : xc;
+    const float magic = 12582912.0f;
+    float t = SK_MADD(xc, 1.44269504088896341f, magic);
+    float nf = t - magic;
+    float r = SK_MADD(nf, -0.693359375f, xc);
+    r = SK_MADD(nf, 2.12194440e-4f, r);
+    float p = 1.0f / 5040;
+    p = SK_MADD(p, r, 1.0f / 720);
+    p = SK_MADD(p, r, 1.0f / 120);
+    p = SK_MADD(p, r, 1.0f / 24);
+    p = SK_MADD(p, r, 1.0f / 6);
+    p = SK_MADD(p, r, 0.5f);
+    p = SK_MADD(p, r, 1.0f);
+    p = SK_MADD(p, r, 1.0f);
+    int32_t n = (int32_t)(SK_NAME(bits)(t) - SK_NAME(bits)(magic));
+    int32_t n1 = n >> 1, n2 = n - n1;
+    float s1 = SK_NAME(fromBits)((uint32_t)(n1 + 127) << 23), s2 = SK_NAME(fromBits)((uint32_t)(n2 + 127) << 23);
+    return (p * s1) * s2;
+}
+
+/// 1 / (1 + e^−x) for x ≥ 0, e^x / (1 + e^x) below (no overflow, subnormal results kept).
+SK_INL float SK_NAME(sigmoid1)(float x) {
+    float ax = SK_NAME(fromBits)(SK_NAME(bits)(x) & 0x7FFFFFFFu);
+    float e = SK_NAME(exp1)(-ax);
+    float num = x >= 0 ? 1.0f : e;
+    return num / (1.0f + e);
+}
+
+/// tanh: below |x| = 0.55 the odd polynomial x + x³·Q(x²) (a relative-error fit, 1·10⁻⁹); above,
+/// 1 − 2 / (e^{2|x|} + 1), which reaches exactly 1 and stays there (e^{2|x|} = +inf gives 1); sign copied.
+SK_INL float SK_NAME(tanh1)(float x) {
+    uint32_t sign = SK_NAME(bits)(x) & 0x80000000u;
+    float a = SK_NAME(fromBits)(SK_NAME(bits)(x) & 0x7FFFFFFFu);
+    float z = a * a;
+    float q = -0.006274236831814051f;
+    q = SK_MADD(q, z, 0.021071678027510643f);
+    q = SK_MADD(q, z, -0.05385230854153633f);
+    q = SK_MADD(q, z, 0.13332585990428925f);
+    q = SK_MADD(q, z, -0.33333316445350647f);
+    float small = SK_MADD(a * z, q, a);
+    float e = SK_NAME(exp1)(a + a);
+    float big = 1.0f - 2.0f / (e + 1.0f);
+    float v = a < 0.55f ? small : big;
+    return SK_NAME(fromBits)(SK_NAME(bits)(v) | sign);
+}
+
+SK_ATTR static void SK_NAME(exp)(const float *x, float *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] = SK_NAME(exp1)(x[i]);
+}
+
+SK_ATTR static void SK_NAME(tanh)(const float *x, float *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] = SK_NAME(tanh1)(x[i]);
+}
+
+SK_ATTR static void SK_NAME(sigmoid)(const float *x, float *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] = SK_NAME(sigmoid1)(x[i]);
+}
+
+SK_ATTR static void SK_NAME(swish)(const float *x, float *y, ptrdiff_t n, float alpha) {
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = v * SK_NAME(sigmoid1)(alpha * v);
+    }
+}
+
+SK_ATTR static void SK_NAME(hardswish)(const float *x, float *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float v = x[i];
+        float t = v * (1.0f / 6) + 0.5f;
+        t = t < 1.0f ? t : 1.0f;
+        t = t >= 0.0f ? t : 0.0f;
+        y[i] = v * t;
+    }
+}
+
+SK_ATTR static void SK_NAME(hardsigmoid)(const float *x, float *y, ptrdiff_t n, float alpha, float beta) {
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float t = alpha * x[i] + beta;
+        t = t < 1.0f ? t : 1.0f;
+        y[i] = t >= 0.0f ? t : 0.0f;
+    }
+}
+
+/// The valid output range [lo, hi) along one axis for a tap at input offset `off` (input index
+/// o·stride + off inside [0, limit)).
+SK_INL void SK_NAME(validRange)(ptrdiff_t off, ptrdiff_t stride, ptrdiff_t limit, ptrdiff_t count, ptrdiff_t *lo,
+                                ptrdiff_t *hi) {
+    ptrdiff_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    ptrdiff_t h = limit - off <= 0 ? 0 : (limit - off + stride - 1) / stride;
+    if (h > count) h = count;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+SK_ATTR static void SK_NAME(depthwise)(const float *x, ptrdiff_t ih, ptrdiff_t iw, const float *w, ptrdiff_t kh,
+                                       ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw,
+                                       ptrdiff_t dh, ptrdiff_t dw, float bias, float *y, ptrdiff_t oh, ptrdiff_t ow) {
+    for (ptrdiff_t o = 0; o < oh; o++) {
+        float *yrow = y + o * ow;
+        for (ptrdiff_t j = 0; j < ow; j++) yrow[j] = bias;
+        for (ptrdiff_t a = 0; a < kh; a++) {
+            ptrdiff_t r = o * sh - ph + a * dh;
+            if (r < 0 || r >= ih) continue;
+            const float *line = x + r * iw;
+            for (ptrdiff_t b = 0; b < kw; b++) {
+                float wv = w[a * kw + b];
+                ptrdiff_t off = b * dw - pw, lo, hi;
+                SK_NAME(validRange)(off, sw, iw, ow, &lo, &hi);
+                if (sw == 1) {
+                    const float *src = line + off;
+                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = yrow[j] + wv * src[j];
+                } else if (sw == 2) {
+                    const float *src = line + off;
+                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = yrow[j] + wv * src[2 * j];
+                } else {
+                    for (ptrdiff_t j = lo; j < hi; j++) yrow[j] = yrow[j] + wv * line[j * sw + off];
+                }
+            }
+        }
+    }
+}
+
+#undef SK_INL
