@@ -1,23 +1,36 @@
 import CKernels
+#if canImport(Accelerate)
+import Accelerate
+#elseif canImport(Glibc)
+import Glibc
+#endif
 
-/// Single-precision matrix multiply on Shrinkwrap's own kernels (CKernels' `sk_sgemm`: AVX-512, AVX2+FMA
-/// or portable C, chosen at run time; `SHRINKWRAP_SIMD=portable|avx2|avx512` pins a level).
+/// Single-precision matrix multiply on the best backend available:
+/// Accelerate on Apple platforms, OpenBLAS on Linux when `libopenblas.so.0`
+/// can be loaded at run time (Debian's libopenblas0), else Shrinkwrap's own
+/// kernel (CKernels' `sk_sgemm`: AVX-512, AVX2+FMA or portable C, chosen at
+/// run time). Loading at run time keeps a plain `swift build` working on a
+/// machine without OpenBLAS.
 ///
-/// The property everything above relies on: each element of C is a fixed sequence of operations over k —
-/// chains in increasing k over fixed blocks of 256, the block sums added in order, then the alpha / beta
-/// finish (`sk_sgemm` in CKernels.h) — so its bits depend only on its row of op(A), its column of op(B),
-/// K, alpha, beta and the SIMD level — never on M, N, tiling, which other rows or columns share the call,
-/// or the thread count. Batching N inputs into one call reproduces the one-input numbers bit for bit, and
-/// splitting C across threads is deterministic by construction.
+/// Our kernel alone has the property batching wants — an element's bits
+/// depend only on its row, its column and K (`sk_sgemm` in CKernels.h) — and
+/// is as fast as OpenBLAS on most corpus shapes, but it is not the default
+/// yet: on ppocr-v4-rec's ill-conditioned attention one real sample ends
+/// farther from a float64 evaluation than onnxruntime (4e-4 vs 2.2e-4) with
+/// it. `SHRINKWRAP_NO_BLAS=1` runs it.
 public enum GEMM {
-    /// What runs `sgemm` on this machine, e.g. "Shrinkwrap avx512".
-    public static var backendName: String { "Shrinkwrap \(SIMDKernels.name(level))" }
+    /// Which backend `sgemm` uses on this machine.
+    public static var backendName: String {
+        #if canImport(Accelerate)
+        if !forcePortable { return "Accelerate" }
+        #else
+        if !forcePortable, OpenBLAS.shared != nil { return "OpenBLAS" }
+        #endif
+        return "Shrinkwrap \(SIMDKernels.name(SIMDKernels.level))"
+    }
 
-    /// Set to true to force the portable level (tests compare levels).
+    /// Set to true to force Shrinkwrap's own kernel (tests compare backends).
     nonisolated(unsafe) public static var forcePortable = false
-
-    /// The level sgemm runs at: the portable one when `forcePortable`, else `SIMDKernels.level`.
-    static var level: Int32 { forcePortable ? SIMDKernels.portable : SIMDKernels.level }
 
     /// C[M×N] = alpha · op(A) · op(B) + beta · C, all row-major.
     /// `lda`, `ldb`, `ldc` are row strides of A, B, C as stored.
@@ -25,7 +38,104 @@ public enum GEMM {
                              a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int,
                              beta: Float = 0, c: UnsafeMutablePointer<Float>, ldc: Int, threads: Int) {
         guard m > 0, n > 0 else { return }
-        let level = self.level
+        if k == 0 {
+            for i in 0..<m { for j in 0..<n { c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j] } }
+            return
+        }
+        if !forcePortable {
+            #if canImport(Accelerate)
+            cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+                        Int32(m), Int32(n), Int32(k), alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
+            return
+            #else
+            if let blas = OpenBLAS.shared, m < Int(Int32.max), n < Int(Int32.max), k < Int(Int32.max) {
+                let tiles = tiles(m: m, n: n, k: k)
+                runTiles(tiles, threads: threads) { t in
+                    let aTile = transA ? a + t.row : a + t.row * lda
+                    let bTile = transB ? b + t.col * ldb : b + t.col
+                    func call(_ out: UnsafeMutablePointer<Float>, _ ldOut: Int) {
+                        blas.sgemm(101, transA ? 112 : 111, transB ? 112 : 111, Int32(t.rows), Int32(t.cols),
+                                   Int32(k), alpha, aTile, Int32(lda), bTile, Int32(ldb), beta, out, Int32(ldOut))
+                    }
+                    let cTile = c + t.row * ldc + t.col
+                    if t.skipRows == 0, t.skipCols == 0 { call(cTile, ldc); return }
+                    // The last tile, moved back to full size: computed aside, then only
+                    // the part no earlier tile wrote is copied in.
+                    var scratch = [Float](repeating: 0, count: t.rows * t.cols)
+                    scratch.withUnsafeMutableBufferPointer { sp in
+                        guard let s = sp.baseAddress else { return }
+                        // Each element of C depends only on itself: the overlap (which the
+                        // previous tile may be writing on another thread) is neither read nor kept.
+                        if beta != 0 {
+                            for i in t.skipRows..<t.rows { for j in t.skipCols..<t.cols { s[i * t.cols + j] = cTile[i * ldc + j] } }
+                        }
+                        call(s, t.cols)
+                        for i in t.skipRows..<t.rows { for j in t.skipCols..<t.cols { cTile[i * ldc + j] = s[i * t.cols + j] } }
+                    }
+                }
+                return
+            }
+            #endif
+        }
+        portable(transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda,
+                 b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, threads: threads)
+    }
+
+    /// One block of C for one BLAS call: rows `row..<row+rows`, columns
+    /// `col..<col+cols`, of which the first `skipRows` rows / `skipCols`
+    /// columns belong to the previous tile (the last tile is moved back so it
+    /// has the same size as the others).
+    struct Tile: Equatable {
+        var row: Int, rows: Int, col: Int, cols: Int
+        var skipRows = 0, skipCols = 0
+    }
+
+    /// Splits C into tiles whose boundaries depend only on the problem's size,
+    /// never on the thread count, and which all have the same shape. OpenBLAS
+    /// picks its kernel by shape (its own threading, its small-matrix and
+    /// GEMV paths), and different kernels round differently: one thread per
+    /// tile keeps every element independent of the thread count, and one tile
+    /// shape keeps equal columns equal wherever a tile boundary falls (a short
+    /// last tile of 232 columns took OpenBLAS 0.3.21's other path on AVX-512
+    /// and changed the last 232 of 1000 logits by one ulp).
+    static func tiles(m: Int, n: Int, k: Int) -> [Tile] {
+        // At most 8 column tiles of ≥ 256 columns, or 4 row tiles of ≥ 64 rows:
+        // big enough to amortize BLAS packing, enough to balance 2–8 threads.
+        func roundUp(_ v: Int, _ q: Int) -> Int { (v + q - 1) / q * q }
+        let colBlock = max(256, roundUp((n + 7) / 8, 64))
+        let rowBlock = max(64, roundUp((m + 3) / 4, 16))
+        if m * n * k < 1 << 18 { return [Tile(row: 0, rows: m, col: 0, cols: n)] }
+        if n >= 2 * colBlock {
+            return stride(from: 0, to: n, by: colBlock).map { c0 in
+                let start = min(c0, n - colBlock)
+                return Tile(row: 0, rows: m, col: start, cols: colBlock, skipCols: c0 - start)
+            }
+        }
+        if m >= 2 * rowBlock {
+            return stride(from: 0, to: m, by: rowBlock).map { r0 in
+                let start = min(r0, m - rowBlock)
+                return Tile(row: start, rows: rowBlock, col: 0, cols: n, skipRows: r0 - start)
+            }
+        }
+        return [Tile(row: 0, rows: m, col: 0, cols: n)]
+    }
+
+    /// Runs `body` on every tile, concurrently when there are several.
+    static func runTiles(_ tiles: [Tile], threads: Int, _ body: @escaping (Tile) -> Void) {
+        if tiles.count == 1 || threads <= 1 {
+            for t in tiles { body(t) }
+            return
+        }
+        parallelChunks(tiles.count, threads: threads) { range in
+            for i in range { body(tiles[i]) }
+        }
+    }
+
+    /// Shrinkwrap's own kernel, C split into blocks across threads (any split gives the same bits).
+    static func portable(transA: Bool, transB: Bool, m: Int, n: Int, k: Int, alpha: Float,
+                         a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int,
+                         beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int, threads: Int) {
+        let level = SIMDKernels.level
         let ta: Int32 = transA ? 1 : 0, tb: Int32 = transB ? 1 : 0
         let parts = split(m: m, n: n, k: k, threads: threads)
         if parts.count <= 1 {
@@ -69,3 +179,33 @@ public enum GEMM {
         return whole
     }
 }
+
+#if !canImport(Accelerate) && canImport(Glibc)
+/// OpenBLAS entry points resolved with dlopen/dlsym.
+final class OpenBLAS: @unchecked Sendable {
+    typealias SgemmFn = @convention(c) (Int32, Int32, Int32, Int32, Int32, Int32, Float,
+                                        UnsafePointer<Float>?, Int32, UnsafePointer<Float>?, Int32,
+                                        Float, UnsafeMutablePointer<Float>?, Int32) -> Void
+    typealias SetThreadsFn = @convention(c) (Int32) -> Void
+
+    let sgemm: SgemmFn
+
+    static let shared: OpenBLAS? = OpenBLAS()
+
+    private init?() {
+        if getenv("SHRINKWRAP_NO_BLAS") != nil { return nil }
+        var handle: UnsafeMutableRawPointer?
+        for name in ["libopenblas.so.0", "libopenblas.so", "libopenblasp.so.0"] {
+            handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)
+            if handle != nil { break }
+        }
+        guard let h = handle, let sym = dlsym(h, "cblas_sgemm") else { return nil }
+        sgemm = unsafeBitCast(sym, to: SgemmFn.self)
+        // Shrinkwrap parallelizes GEMM itself over fixed tiles (see `GEMM.tiled`),
+        // so OpenBLAS runs single-threaded.
+        if let t = dlsym(h, "openblas_set_num_threads") {
+            unsafeBitCast(t, to: SetThreadsFn.self)(1)
+        }
+    }
+}
+#endif

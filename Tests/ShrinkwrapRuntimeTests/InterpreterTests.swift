@@ -103,6 +103,25 @@ final class InterpreterTests: XCTestCase {
         }
     }
 
+    /// Every element of C belongs to exactly one tile's written part, and all
+    /// tiles of a split have one shape.
+    func testGEMMTilesCoverOnceWithOneShape() {
+        for (m, n, k) in [(1, 1000, 4096), (1, 512, 4096), (1, 1023, 700), (300, 100, 64), (1000, 300, 9),
+                          (5, 5, 5), (1, 1, 1 << 20)] {
+            let tiles = GEMM.tiles(m: m, n: n, k: k)
+            var hits = [Int](repeating: 0, count: m * n)
+            for t in tiles {
+                XCTAssertEqual(t.rows, tiles[0].rows, "\(m)×\(n)×\(k)")
+                XCTAssertEqual(t.cols, tiles[0].cols, "\(m)×\(n)×\(k)")
+                XCTAssert(t.row >= 0 && t.row + t.rows <= m && t.col >= 0 && t.col + t.cols <= n, "\(m)×\(n)×\(k): \(t)")
+                for i in (t.row + t.skipRows)..<(t.row + t.rows) {
+                    for j in (t.col + t.skipCols)..<(t.col + t.cols) { hits[i * n + j] += 1 }
+                }
+            }
+            XCTAssertEqual(hits.filter { $0 != 1 }.count, 0, "\(m)×\(n)×\(k): elements not written exactly once")
+        }
+    }
+
     /// Identical columns of B give identical columns of C wherever the tile
     /// boundaries fall (the light AlexNet / VGG-19 logits: 1000 equal values
     /// of ~3.6e12 whose softmax turns a one-ulp difference into 0 vs 0.001).
