@@ -1,5 +1,5 @@
 // SGEMM with register-blocked micro-kernels (AVX-512 8×32, AVX2 6×16, portable 4×8) over packed panels,
-// a one-row path for M = 1, a double-precision path for N = 1. The bit-exactness contract is stated on sk_sgemm in
+// a one-row path for M = 1 (and N = 1, transposed). The bit-exactness contract is stated on sk_sgemm in
 // CKernels.h: every path below sums an element as per-block chains over the same fixed K blocks of SK_KC
 // (each chain over k increasing from 0, the block sums added in order), and finishes it with the same
 // alpha / beta arithmetic.
@@ -282,6 +282,25 @@ static int gemm_row(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t n, ptrdiff
     return ok;
 }
 
+/// N = 1 as the transposed problem Cᵀ = op(B)ᵀ · op(A)ᵀ on the one-row path (same chain per element):
+/// op(B)'s column is the row vector and op(A)ᵀ the matrix; a strided column of C goes through a buffer.
+static int gemm_column(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrdiff_t k, float alpha, const float *a,
+                       ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc) {
+    float *col = c;
+    if (ldc != 1) {
+        col = malloc((size_t)m * sizeof(float));
+        if (col == NULL) return 0;
+        for (ptrdiff_t i = 0; i < m; i++) col[i] = beta == 0 ? 0 : c[i * ldc];
+    }
+    // Row vector op(B)[p][0]: b[p·ldb] (not transposed: strided, like a transposed A row) or b[p].
+    int ok = gemm_row(im, !tb, !ta, m, k, alpha, b, tb ? 1 : ldb, a, lda, beta, col);
+    if (col != c) {
+        if (ok) for (ptrdiff_t i = 0; i < m; i++) c[i * ldc] = col[i];
+        free(col);
+    }
+    return ok;
+}
+
 /// The scalar fallback (out of memory for panels): the same blocks and chains, element by element.
 static void gemm_scalar(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
                         const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c,
@@ -304,39 +323,10 @@ static void gemm_scalar(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptr
     }
 }
 
-/// N = 1, a matrix times one column, summed in double (four interleaved partial sums over k mod 4, added
-/// (s0 + s1) + (s2 + s3), rounded once): a matrix-vector product is memory-bound, so the wider sum costs
-/// little, and some real models are ill-conditioned there (ppocr-v4-rec's attention: float chains left one
-/// sample 3e-4 from a float64 evaluation, past onnxruntime's 2.2e-4; this gives it 1e-5). Batching along M
-/// keeps this path, so a batched run still reproduces the one-input bits.
-static void gemm_column_double(int ta, int tb, ptrdiff_t m, ptrdiff_t k, float alpha, const float *a, ptrdiff_t lda,
-                               const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc) {
-    for (ptrdiff_t i = 0; i < m; i++) {
-        double s[4] = {0, 0, 0, 0};
-        ptrdiff_t p = 0;
-        for (; p + 4 <= k; p += 4) {
-            for (int q = 0; q < 4; q++) {
-                float av = ta ? a[(p + q) * lda + i] : a[i * lda + p + q];
-                float bv = tb ? b[p + q] : b[(p + q) * ldb];
-                s[q] += (double)av * (double)bv;
-            }
-        }
-        for (int q = 0; p < k; p++, q++) {
-            float av = ta ? a[p * lda + i] : a[i * lda + p];
-            float bv = tb ? b[p] : b[p * ldb];
-            s[q] += (double)av * (double)bv;
-        }
-        c[i * ldc] = finish_scalar((float)((s[0] + s[1]) + (s[2] + s[3])), alpha, beta, c[i * ldc]);
-    }
-}
-
 static void gemm_core(const sk_gemm_impl *im, int ta, int tb, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
                       const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc) {
     if (m == 1 && gemm_row(im, ta, tb, n, k, alpha, a, lda, b, ldb, beta, c)) return;
-    if (n == 1) {
-        gemm_column_double(ta, tb, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
-    }
+    if (n == 1 && gemm_column(im, ta, tb, m, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
     if (gemm_packed(im, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
     gemm_scalar(im, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

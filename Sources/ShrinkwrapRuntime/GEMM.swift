@@ -132,6 +132,7 @@ public enum GEMM {
     }
 
     /// Shrinkwrap's own kernel, C split into blocks across threads (any split gives the same bits).
+    /// (The Swift loop that used to be the fallback is gone: one portable kernel, in C.)
     static func portable(transA: Bool, transB: Bool, m: Int, n: Int, k: Int, alpha: Float,
                          a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int,
                          beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int, threads: Int) {

@@ -13,6 +13,9 @@ import XCTest
 final class SIMDKernelsTests: XCTestCase {
     let levels = Array(SIMDKernels.portable...SIMDKernels.best)
 
+    /// GEMM.sgemm on Shrinkwrap's kernel (OpenBLAS, the default where present, makes no such promise).
+    override func setUp() { GEMM.forcePortable = true }
+
     override func tearDown() {
         SIMDKernels.level = SIMDKernels.best
         GEMM.forcePortable = false
@@ -39,8 +42,8 @@ final class SIMDKernelsTests: XCTestCase {
         return c
     }
 
-    /// The same element computed in calls of different M, N (> 1), offsets and thread counts has the same
-    /// bits (K = 700 crosses the kernels' K blocking; M = 1 takes the one-row path); N = 1 sums in double.
+    /// The same element computed in calls of different M, N, offsets and thread counts has the same bits
+    /// (K = 700 crosses the kernels' K blocking; M = 1 takes the one-row path).
     func testGEMMElementDependsOnlyOnItsRowAndColumn() {
         var rng = SplitMix(seed: 5)
         let m = 37, n = 150, k = 700
@@ -52,12 +55,7 @@ final class SIMDKernelsTests: XCTestCase {
                     let full = gemm(a, b, m: m, n: n, k: k, ta: ta, tb: tb, rows: 0..<m, cols: 0..<n, threads: 1, beta: beta)
                     let two = gemm(a, b, m: m, n: n, k: k, ta: ta, tb: tb, rows: 0..<m, cols: 0..<n, threads: 2, beta: beta)
                     XCTAssertEqual(full.map(\.bitPattern), two.map(\.bitPattern), "1 vs 2 threads, level \(level) \(ta) \(tb)")
-                    // One column (N = 1) sums in double: its bits depend on the row and K only, whatever M.
-                    let column = gemm(a, b, m: m, n: n, k: k, ta: ta, tb: tb, rows: 0..<m, cols: 149..<150, threads: 1, beta: beta)
-                    let lower = gemm(a, b, m: m, n: n, k: k, ta: ta, tb: tb, rows: 20..<37, cols: 149..<150, threads: 2, beta: beta)
-                    XCTAssertEqual(Array(column[20...]).map(\.bitPattern), lower.map(\.bitPattern), "N = 1, level \(level)")
-                    for i in 0..<m { XCTAssertEqual(column[i], full[i * n + 149], accuracy: 1e-4 * max(1, abs(full[i * n + 149]))) }
-                    for (rows, cols) in [(3..<4, 0..<n), (3..<8, 40..<57), (0..<m, 148..<150), (20..<37, 1..<150), (9..<10, 7..<8)] {
+                    for (rows, cols) in [(3..<4, 0..<n), (3..<8, 40..<57), (0..<m, 149..<150), (20..<37, 1..<150), (9..<10, 7..<8)] {
                         let part = gemm(a, b, m: m, n: n, k: k, ta: ta, tb: tb, rows: rows, cols: cols, threads: 2, beta: beta)
                         var differ = 0
                         for (pi, i) in rows.enumerated() {

@@ -35,9 +35,7 @@ const char *sk_level_name(int32_t level);
 /// operation rounded. So an element's bits depend only on its row of op(A), its column of op(B), K, alpha,
 /// beta and the level — never on M, N, the tiling, which other rows / columns are in the call, or how a
 /// caller splits C across threads. (Summing per-block chains is also more accurate than one chain of K
-/// terms.) beta = 0 never reads C (NaN in C does not propagate). One exception: N = 1 (a matrix times one
-/// column, M > 1) sums each element in double (four partial sums over k mod 4) and rounds once; its bits
-/// depend only on the row, the column and K too, but differ from the same element computed with N > 1.
+/// terms.) beta = 0 never reads C (NaN in C does not propagate).
 void sk_sgemm(int32_t level, int32_t trans_a, int32_t trans_b, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, float alpha,
               const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float beta, float *c, ptrdiff_t ldc);
 
