@@ -27,7 +27,10 @@ let package = Package(
         // SIMD compute kernels in C (SGEMM, depthwise conv, unary math): AVX-512 / AVX2+FMA / portable paths
         // chosen at run time (per-function target attributes, no unsafe flags); no dependencies, no threads.
         .target(name: "CKernels"),
-        .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR", "CKernels"]),
+        // The interpreter's persistent worker threads (pthreads; spin, then sleep), so small parallel ops
+        // do not pay a thread wake-up each.
+        .target(name: "CWorkPool"),
+        .target(name: "ShrinkwrapRuntime", dependencies: ["ShrinkwrapIR", "CKernels", "CWorkPool"]),
         .target(name: "ShrinkwrapCompression", dependencies: ["ShrinkwrapIR"]),
         .target(name: "ShrinkwrapReport", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression"]),
         .target(

@@ -40,10 +40,10 @@ public enum Benchmark {
             self.totalMs = totalMs
         }
 
-        /// "slowest nodes:" (the eight slowest), then "by op:" (every op type, slowest first).
-        public var lines: [String] {
+        /// "slowest nodes:" (the `top` slowest), then "by op:" (every op type, slowest first).
+        public func lines(top: Int = 8) -> [String] {
             var out = ["slowest nodes:"]
-            for (name, ms, shape) in nodes.sorted(by: { $0.1 > $1.1 }).prefix(8) {
+            for (name, ms, shape) in nodes.sorted(by: { $0.1 > $1.1 }).prefix(max(0, top)) {
                 out.append(String(format: "  %8.3f ms  ", ms) + name + " → \(shape)")
             }
             out.append("by op:")
@@ -102,7 +102,7 @@ public enum Benchmark {
 
     /// Times `graph` on `samples` (nil: seeded random inputs, `ModelRunner.syntheticInputs`,
     /// seed 1): `warmup` untimed runs (at least one: it also checks that the inputs fit), then `runs` timed
-    /// ones (at least 1), then, with `profile`, one run timed node by node.
+    /// ones (at least 1), then, with `profile`, nine runs timed node by node (medians).
     /// Run k (warm-up and timed alike) takes sample k mod the sample count, so
     /// every sample is timed as often as `runs` allows; the profile runs the first.
     public static func run(_ graph: Graph, samples given: InputSet? = nil, runs: Int, warmup: Int, threads: Int?,
@@ -139,32 +139,44 @@ public enum Benchmark {
         return " (the random inputs set the free dims \(free.joined(separator: ", ")) to 1: pin them with --input-shape, or time real inputs with --data)"
     }
 
-    /// One run of `interpreter`, timed node by node, the nodes of loop bodies and branches
-    /// included (each node's time summed over the times it ran; the If / Loop node itself
-    /// keeps only its own overhead).
-    static func profile(_ interpreter: Interpreter, inputs: [String: Tensor]) throws -> Profile {
-        var perOp: [String: (ms: Double, nodes: Set<String>)] = [:]
+    /// Runs of `interpreter` timed node by node, the nodes of loop bodies and branches
+    /// included (each node's time summed over the times it ran in one run; the If / Loop
+    /// node itself keeps only its own overhead). A node's time is its median over `rounds`
+    /// runs: a single observed run is at the mercy of one descheduling.
+    static func profile(_ interpreter: Interpreter, inputs: [String: Tensor], rounds: Int = 9) throws -> Profile {
         var order: [String] = []
-        var perNode: [String: (ms: Double, shape: [Int], runs: Int)] = [:]
-        var last = DispatchTime.now().uptimeNanoseconds
-        let t0 = last
-        _ = try interpreter.run(inputs, observe: { node, outs in
-            let now = DispatchTime.now().uptimeNanoseconds
-            let ms = Double(now - last) / 1e6
-            let name = "\(node.opType) \(node.label)"
-            perOp[node.opType, default: (0, [])].ms += ms
-            perOp[node.opType, default: (0, [])].nodes.insert(node.label)
-            if let e = perNode[name] {
-                perNode[name] = (e.ms + ms, outs.first?.shape ?? [], e.runs + 1)
-            } else {
-                perNode[name] = (ms, outs.first?.shape ?? [], 1)
-                order.append(name)
-            }
-            last = now
-        }, intoSubgraphs: true)
-        let nodes = order.compactMap { name in
-            perNode[name].map { e in (name: e.runs > 1 ? "\(name) (\(e.runs) runs)" : name, ms: e.ms, shape: e.shape) }
+        var perNode: [String: (ms: [Double], shape: [Int], runs: Int, op: String, label: String)] = [:]
+        var totals: [Double] = []
+        for round in 0..<max(1, rounds) {
+            var thisRun: [String: Double] = [:]
+            var last = DispatchTime.now().uptimeNanoseconds
+            let t0 = last
+            _ = try interpreter.run(inputs, observe: { node, outs in
+                let now = DispatchTime.now().uptimeNanoseconds
+                let name = "\(node.opType) \(node.label)"
+                thisRun[name, default: 0] += Double(now - last) / 1e6
+                if round == 0 {
+                    if let e = perNode[name] {
+                        perNode[name] = (e.ms, outs.first?.shape ?? [], e.runs + 1, e.op, e.label)
+                    } else {
+                        perNode[name] = ([], outs.first?.shape ?? [], 1, node.opType, node.label)
+                        order.append(name)
+                    }
+                }
+                last = now
+            }, intoSubgraphs: true)
+            totals.append(Double(last - t0) / 1e6)
+            for (name, ms) in thisRun { perNode[name]?.ms.append(ms) }
         }
-        return Profile(nodes: nodes, ops: perOp.mapValues { ($0.ms, $0.nodes.count) }, totalMs: Double(last - t0) / 1e6)
+        func median(_ v: [Double]) -> Double { v.isEmpty ? 0 : v.sorted()[v.count / 2] }
+        var perOp: [String: (ms: Double, nodes: Set<String>)] = [:]
+        for e in perNode.values {
+            perOp[e.op, default: (0, [])].ms += median(e.ms)
+            perOp[e.op, default: (0, [])].nodes.insert(e.label)
+        }
+        let nodes = order.compactMap { name in
+            perNode[name].map { e in (name: e.runs > 1 ? "\(name) (\(e.runs) runs)" : name, ms: median(e.ms), shape: e.shape) }
+        }
+        return Profile(nodes: nodes, ops: perOp.mapValues { ($0.ms, $0.nodes.count) }, totalMs: median(totals))
     }
 }

@@ -163,8 +163,11 @@ struct Bench: ParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
-    @Flag(help: "Also print the time spent per op type.")
+    @Flag(help: "Also print the time spent per op type and the slowest nodes (medians over nine observed runs).")
     var profile = false
+
+    @Option(name: .customLong("profile-nodes"), help: "With --profile: how many of the slowest nodes to list.")
+    var profileNodes = 8
 
     @Option(name: .shortAndLong, help: "Time this input: NAME=FILE (or just FILE for a single-input model), .npy or a PNG / JPEG image. Repeat for more inputs.")
     var input: [String] = []
@@ -192,7 +195,7 @@ struct Bench: ParsableCommand {
             throw CLIError(description: "image and text options apply to --input / --data files")
         }
         let result = try Benchmark.run(graph, samples: samples, runs: runs, warmup: warmup, threads: threads, profile: profile)
-        for line in result.profile?.lines ?? [] { print(line) }
+        for line in result.profile?.lines(top: profileNodes) ?? [] { print(line) }
         print(result.summary(model: model, json: json))
     }
 }

@@ -15,8 +15,9 @@ import ShrinkwrapIR
 ///    filter once and copy channels with a Gather: identical filters then give
 ///    bit-identical channels whatever the GEMM backend's register blocking.
 ///
-/// 4. A Relu that is the only reader of a Conv's output runs inside the Conv,
-///    on each output block while it is still in cache.
+/// 4. An activation (Relu, Clip, LeakyRelu, HardSwish, HardSigmoid, Sigmoid,
+///    Tanh: `FusedActivation`) that is the only reader of a Conv's output runs
+///    inside the Conv, on each output block while it is still in cache.
 ///
 /// 5. Loop-invariant values and nodes leave Loop bodies (`hoistLoopInvariants`).
 ///
@@ -41,7 +42,7 @@ struct ExecutionPlanner {
         names = NameAllocator(.numbered(separator: "__plan"), reserving: graph)
         fuseBatchNormIntoConv()
         shareDuplicateFilters()
-        fuseConvRelu()
+        fuseConvActivations()
     }
 
     // MARK: 1. constant folding
@@ -143,7 +144,7 @@ struct ExecutionPlanner {
             let m = w.shape.first ?? 0
             guard m > 0, [s.count, beta.count, mean.count, variance.count].allSatisfy({ $0 == m }) else { continue }
             if let b = conv.input(2), floatConstant(b)?.floats?.count != m { continue }
-            guard conv.attributes[NNKernels.fusedScaleAttribute] == nil, conv.attributes[NNKernels.fusedActivationAttribute] == nil
+            guard conv.attributes[NNKernels.fusedScaleAttribute] == nil, conv.attributes[FusedActivation.nameAttribute] == nil
             else { continue }
             var eps: Float = 1e-5
             if case .float(let e)? = bn.attributes["epsilon"] { eps = e }
@@ -234,19 +235,24 @@ struct ExecutionPlanner {
         graph.nodes = out
     }
 
-    // MARK: 4. Conv + Relu
+    // MARK: 4. Conv + activation
 
-    mutating func fuseConvRelu() {
+    /// An activation `FusedActivation` knows (Relu, Clip, LeakyRelu, HardSwish, HardSigmoid,
+    /// Sigmoid, Tanh) that is the only reader of a Conv's output runs in the Conv's epilogue.
+    mutating func fuseConvActivations() {
         let r = readers()
         var producer: [String: Int] = [:]
         for (i, n) in graph.nodes.enumerated() { for o in n.outputs { producer[o] = i } }
         var remove = Set<Int>()
-        for (ri, relu) in graph.nodes.enumerated() where relu.opType == "Relu" && relu.inputs.count == 1 && relu.outputs.count == 1 {
-            guard let ci = producer[relu.inputs[0]], graph.nodes[ci].opType == "Conv", graph.nodes[ci].outputs.count == 1,
-                  r[relu.inputs[0]] == 1, graph.nodes[ci].attributes[NNKernels.fusedActivationAttribute] == nil else { continue }
-            graph.nodes[ci].attributes[NNKernels.fusedActivationAttribute] = .string("Relu")
-            graph.nodes[ci].outputs = relu.outputs
-            remove.insert(ri)
+        let constants = graph
+        for (ai, node) in graph.nodes.enumerated() {
+            guard let x = node.input(0), let ci = producer[x], graph.nodes[ci].opType == "Conv", graph.nodes[ci].outputs.count == 1,
+                  r[x] == 1, graph.nodes[ci].attributes[FusedActivation.nameAttribute] == nil,
+                  let activation = FusedActivation(node: node, constant: { constants.constant(named: $0)?.encoding.decoded() })
+            else { continue }
+            graph.nodes[ci].attributes.merge(activation.attributes) { $1 }
+            graph.nodes[ci].outputs = node.outputs
+            remove.insert(ai)
         }
         if !remove.isEmpty {
             graph.nodes = graph.nodes.enumerated().filter { !remove.contains($0.offset) }.map(\.element)

@@ -101,6 +101,67 @@ final class ExecutionPlannerTests: XCTestCase {
         }
     }
 
+    /// Conv → BatchNormalization (float32) → each activation `FusedActivation` knows, through every
+    /// Conv path (im2col GEMM with its parallel epilogue, banded 1×1 and 3×3, depthwise): the planner
+    /// runs the activation inside the Conv (one observed node) and the result keeps the separate
+    /// nodes' bits, for float32 and for float16 values (whose activation must wait for the rounding).
+    func testEveryFusedActivationKeepsTheBitsOnEveryConvPath() throws {
+        let six = Constant(name: "six", tensor: Tensor([6], shape: []))
+        let zero = Constant(name: "zero", tensor: Tensor([0], shape: []))
+        let activations: [(String, Node)] = [
+            ("Relu", Node(name: "act", opType: "Relu", inputs: ["b"], outputs: ["y"])),
+            ("Clip 0…6", Node(name: "act", opType: "Clip", inputs: ["b", "zero", "six"], outputs: ["y"])),
+            ("Clip max only", Node(name: "act", opType: "Clip", inputs: ["b", "", "six"], outputs: ["y"])),
+            ("LeakyRelu", Node(name: "act", opType: "LeakyRelu", inputs: ["b"], outputs: ["y"], attributes: ["alpha": .float(0.1)])),
+            ("HardSwish", Node(name: "act", opType: "HardSwish", inputs: ["b"], outputs: ["y"])),
+            ("HardSigmoid", Node(name: "act", opType: "HardSigmoid", inputs: ["b"], outputs: ["y"],
+                                 attributes: ["alpha": .float(0.3), "beta": .float(0.4)])),
+            ("Sigmoid", Node(name: "act", opType: "Sigmoid", inputs: ["b"], outputs: ["y"])),
+            ("Tanh", Node(name: "act", opType: "Tanh", inputs: ["b"], outputs: ["y"])),
+        ]
+        struct Case { let name: String; let c: Int; let m: Int; let k: Int; let group: Int; let hw: Int }
+        let cases = [Case(name: "gemm 3x3", c: 5, m: 7, k: 3, group: 1, hw: 9),
+                     Case(name: "gemm 1x1, parallel epilogue", c: 32, m: 96, k: 1, group: 1, hw: 14),
+                     Case(name: "banded 1x1", c: 16, m: 24, k: 1, group: 1, hw: 96),
+                     Case(name: "banded 3x3", c: 8, m: 12, k: 3, group: 1, hw: 96),
+                     Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11)]
+        for dtype in [DType.float32, .float16] {
+            for t in cases {
+                var rng = SplitMix(seed: UInt64(t.c * 31 + t.k))
+                let cg = t.c / t.group
+                var consts = [six, zero,
+                              Constant(name: "W", tensor: Tensor((0..<(t.m * cg * t.k * t.k)).map { _ in rng.nextFloat() - 0.5 },
+                                                                 shape: [t.m, cg, t.k, t.k])),
+                              Constant(name: "B", tensor: Tensor((0..<t.m).map { _ in rng.nextFloat() }, shape: [t.m]))]
+                for (name, lo) in [("s", Float(0.5)), ("beta", -1), ("mu", -1), ("var", 0.1)] {
+                    consts.append(Constant(name: name, tensor: Tensor((0..<t.m).map { _ in lo + 2 * rng.nextFloat() }, shape: [t.m])))
+                }
+                var xs = (0..<(t.c * t.hw * t.hw)).map { _ in rng.nextFloat() * 8 - 4 }
+                dtype.round(&xs)
+                let x = Tensor(dtype: dtype, shape: [1, t.c, t.hw, t.hw], storage: .float(xs))
+                for (label, act) in activations {
+                    let pad = t.k / 2
+                    // A fused BatchNormalization skips float16's intermediate rounding, so only float32 has one.
+                    let bn = dtype == .float32
+                    let nodes = [Node(name: "conv", opType: "Conv", inputs: ["x", "W", "B"], outputs: [bn ? "c" : "b"],
+                                      attributes: ["pads": .ints([pad, pad, pad, pad]), "group": .int(t.group)])]
+                        + (bn ? [Node(name: "bn", opType: "BatchNormalization", inputs: ["c", "s", "beta", "mu", "var"], outputs: ["b"])] : [])
+                        + [act]
+                    let g = Graph(inputs: [ValueInfo(name: "x", dtype: dtype, shape: [.fixed(1), .fixed(t.c), .fixed(t.hw), .fixed(t.hw)])],
+                                  outputs: [ValueInfo(name: "y", dtype: dtype, shape: nil)], nodes: nodes, constants: consts)
+                    var observed = 0
+                    let fused = try Interpreter(graph: g, options: .init(threads: 2)).run(["x": x]) { _, _ in observed += 1 }["y"]
+                    let exact = try Interpreter(graph: g, options: .init(threads: 2, optimize: false)).run(["x": x])["y"]
+                    let what = "\(label) on \(t.name), \(dtype)"
+                    XCTAssertEqual(observed, 1, "\(what): Conv, BatchNormalization and activation run as one node")
+                    XCTAssertEqual(fused?.dtype, dtype, what)
+                    XCTAssertEqual(fused?.count, t.m * t.hw * t.hw, what)
+                    XCTAssertEqual(fused?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern), what)
+                }
+            }
+        }
+    }
+
     /// Identical filters whose fused BatchNormalizations differ are different channels.
     func testIdenticalFiltersWithDifferentBatchNormsStayApart() throws {
         let m = 4, c = 2

@@ -36,7 +36,7 @@ final class BenchTests: XCTestCase {
     func testProfileLines() {
         let nodes: [(name: String, ms: Double, shape: [Int])] = (0..<10).map { ("Relu r\($0)", Double($0), [1, $0]) }
         let profile = Benchmark.Profile(nodes: nodes, ops: ["Relu": (45, 10), "Conv": (5, 1), "Add": (5, 2)], totalMs: 50)
-        let lines = profile.lines
+        let lines = profile.lines()
         XCTAssertEqual(lines.count, 1 + 8 + 1 + 3, "the eight slowest nodes, then every op")
         XCTAssertEqual(lines[0], "slowest nodes:")
         XCTAssertEqual(lines[1], "     9.000 ms  Relu r9 → [1, 9]")

@@ -38,8 +38,9 @@ extension NNKernels {
         let rows = cg * kc
         _ = try c.checkedCount([rows, pOut])
         let threads = c.threads
-        // Set by the interpreter's planner: a BatchNormalization and a Relu reading only this Conv, fused into it.
-        let epilogue = try ConvEpilogue(c, bias: bias, channels: m)
+        // Set by the interpreter's planner: a BatchNormalization and an activation reading only this Conv, fused
+        // into it. An activation that must see the float16 rounding first runs after it (`late`).
+        let (epilogue, late) = try ConvEpilogue(c, bias: bias, channels: m).splitForRounding(xt.dtype)
 
         let depthwise = cg == 1 && group == ch && group > 1
         let pointwise = kc == 1 && geo.strides == [1, 1, 1] && geo.padBegin == [0, 0, 0] && geo.padEnd == [0, 0, 0]
@@ -51,8 +52,7 @@ extension NNKernels {
                     w.withUnsafeBufferPointer { wb in
                         guard let xp = xb.baseAddress, let wp = wb.baseAddress else { return }
                         depthwiseConv(x: xp, w: wp, bias: bias, y: yp, batch: n, channels: ch, multiplier: mg,
-                                      geo: geo, threads: threads)
-                        epilogue.afterBias(yp, batch: n, plane: pOut)
+                                      geo: geo, epilogue: epilogue, threads: threads)
                     }
                 }
             }
@@ -65,7 +65,7 @@ extension NNKernels {
                         guard let xp = xb.baseAddress, let wp = wb.baseAddress, rows > 0 else {
                             // Zero-sized input channels: the result is the bias alone.
                             if let bias { fillChannels(yp, values: bias, planes: n * m, plane: pOut) } else { yp.update(repeating: 0, count: total) }
-                            epilogue.afterBias(yp, batch: n, plane: pOut)
+                            epilogue.afterBias(yp, planes: 0..<(n * m), plane: pOut, channels: m)
                             return
                         }
                         let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo) : 0
@@ -98,7 +98,10 @@ extension NNKernels {
                                     GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
                                                a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: 0,
                                                c: block, ldc: pOut, threads: threads)
-                                    for f in 0..<mg { epilogue.apply(block + f * pOut, count: pOut, channel: g * mg + f) }
+                                    let blocks = SendablePointer(block)
+                                    parallelChunks(mg, threads: threads, minChunk: max(1, 16384 / max(pOut, 1))) { fs in
+                                        for f in fs { epilogue.apply(blocks.p + f * pOut, count: pOut, channel: g * mg + f) }
+                                    }
                                 }
                             }
                         }
@@ -107,11 +110,13 @@ extension NNKernels {
             }
         }
         xt.dtype.round(&y)
+        if let late {
+            y.withUnsafeMutableBufferPointer { if let p = $0.baseAddress { late.apply(p, count: total) } }
+            xt.dtype.round(&y)
+        }
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
     }
 
-    /// The planner-internal attribute naming an activation fused into a Conv.
-    public static let fusedActivationAttribute = "__shrinkwrap_fused_activation"
     /// Planner-internal attributes: a fused BatchNormalization's per-channel
     /// scale a and shift b (y = conv · a + b, as `batchNormAffine` gives them).
     public static let fusedScaleAttribute = "__shrinkwrap_fused_scale"
@@ -260,7 +265,7 @@ extension NNKernels {
     /// group): each output plane accumulates its kernel taps in a fixed order.
     static func depthwiseConv(x: UnsafePointer<Float>, w: UnsafePointer<Float>, bias: [Float]?,
                               y: UnsafeMutablePointer<Float>, batch: Int, channels: Int, multiplier: Int,
-                              geo: WindowGeometry, threads: Int) {
+                              geo: WindowGeometry, epilogue: ConvEpilogue, threads: Int) {
         let k0 = geo.kernel[0], k1 = geo.kernel[1], k2 = geo.kernel[2]
         let kc = k0 * k1 * k2
         let in0 = geo.input[0], in1 = geo.input[1], in2 = geo.input[2]
@@ -279,6 +284,7 @@ extension NNKernels {
                     let b = planeIndex / m, oc = planeIndex % m
                     sk_depthwise_plane(level, x + (b * channels + oc / multiplier) * pIn, in1, in2, w + oc * kc, k1, k2,
                                        s1, s2, p1, p2, d1, d2, bias?[oc] ?? 0, ys.p + planeIndex * pOut, o1, o2)
+                    epilogue.afterBias(ys.p, planes: planeIndex..<(planeIndex + 1), plane: pOut, channels: m)
                 }
             }
             return
@@ -323,6 +329,7 @@ extension NNKernels {
                             }
                         }
                     }
+                    epilogue.afterBias(ys.p, planes: planeIndex..<(planeIndex + 1), plane: pOut, channels: m)
                 }
             }
         }

@@ -18,7 +18,7 @@ public enum SIMDKernels {
     public static func name(_ level: Int32) -> String { String(cString: sk_level_name(level)) }
 
     /// The elementwise functions with a C implementation.
-    public enum Unary: Sendable {
+    public enum Unary: Equatable, Sendable {
         case exp, tanh, sigmoid, hardSwish
         case swish(alpha: Float)
         case hardSigmoid(alpha: Float, beta: Float)

@@ -1,0 +1,117 @@
+import ShrinkwrapIR
+
+/// An activation the interpreter's planner runs inside the node that produces its input (a Conv's
+/// epilogue), on each output block while it is still in cache. Each case applies the arithmetic of
+/// the standalone kernel (`ActivationKernels`' functors, `SIMDKernels`' vector math), element by
+/// element, so a fused activation gives the same bits as the separate node.
+///
+/// This is the one list of what may be fused: the planner asks `init(node:constant:)`, the kernel
+/// reads back what the planner wrote with `init(attributes:)`.
+public enum FusedActivation: Equatable, Sendable {
+    case relu
+    case clip(lo: Float, hi: Float)
+    case leakyRelu(alpha: Float)
+    case vector(SIMDKernels.Unary)
+
+    /// The planner-internal attributes a fused activation is written to: the op type, and its parameters.
+    public static let nameAttribute = "__shrinkwrap_fused_activation"
+    public static let parametersAttribute = "__shrinkwrap_fused_activation_parameters"
+
+    /// The activation `node` computes, when it is a single-input, single-output float activation
+    /// whose parameters are known at load time (`constant` gives constant inputs, e.g. Clip's bounds).
+    public init?(node: Node, constant: (String) -> Tensor?) {
+        guard node.outputs.count == 1, let x = node.input(0), !x.isEmpty else { return nil }
+        func float(_ key: String, _ def: Float) -> Float? {
+            switch node.attributes[key] {
+            case nil: return def
+            case .float(let v)?: return v
+            default: return nil
+            }
+        }
+        switch node.opType {
+        case "Relu" where node.inputs.count == 1: self = .relu
+        case "LeakyRelu" where node.inputs.count == 1:
+            guard let a = float("alpha", 0.01) else { return nil }
+            self = .leakyRelu(alpha: a)
+        case "HardSwish" where node.inputs.count == 1: self = .vector(.hardSwish)
+        case "Sigmoid" where node.inputs.count == 1: self = .vector(.sigmoid)
+        case "Tanh" where node.inputs.count == 1: self = .vector(.tanh)
+        case "HardSigmoid" where node.inputs.count == 1:
+            guard let a = float("alpha", 0.2), let b = float("beta", 0.5) else { return nil }
+            self = .vector(.hardSigmoid(alpha: a, beta: b))
+        case "Clip":
+            guard node.attributes["min"] == nil, node.attributes["max"] == nil, node.inputs.count <= 3 else { return nil }
+            var bounds: [Float] = [-.infinity, .infinity]
+            for i in 1..<node.inputs.count where !node.inputs[i].isEmpty {
+                guard let t = constant(node.inputs[i]), t.count == 1, let v = t.floats?.first else { return nil }
+                bounds[i - 1] = v
+            }
+            self = .clip(lo: bounds[0], hi: bounds[1])
+        default: return nil
+        }
+    }
+
+    /// The planner attributes that name this activation.
+    public var attributes: [String: Attribute] {
+        switch self {
+        case .relu: return [Self.nameAttribute: .string("Relu")]
+        case .clip(let lo, let hi): return [Self.nameAttribute: .string("Clip"), Self.parametersAttribute: .floats([lo, hi])]
+        case .leakyRelu(let a): return [Self.nameAttribute: .string("LeakyRelu"), Self.parametersAttribute: .floats([a])]
+        case .vector(let f):
+            switch f {
+            case .hardSwish: return [Self.nameAttribute: .string("HardSwish")]
+            case .sigmoid: return [Self.nameAttribute: .string("Sigmoid")]
+            case .tanh: return [Self.nameAttribute: .string("Tanh")]
+            case .exp: return [Self.nameAttribute: .string("Exp")]
+            case .swish(let a): return [Self.nameAttribute: .string("Swish"), Self.parametersAttribute: .floats([a])]
+            case .hardSigmoid(let a, let b):
+                return [Self.nameAttribute: .string("HardSigmoid"), Self.parametersAttribute: .floats([a, b])]
+            }
+        }
+    }
+
+    /// What the planner wrote into a node (nil when it fused none); throws on anything else.
+    init?(_ c: KernelContext) throws {
+        guard c.node.attributes[Self.nameAttribute] != nil else { return nil }
+        let name = try c.string(Self.nameAttribute, default: "")
+        let p = try c.floats(Self.parametersAttribute) ?? []
+        func parameters(_ n: Int) throws -> [Float] {
+            guard p.count == n else { throw c.badAttribute(Self.parametersAttribute, "\(name) needs \(n) value(s), got \(p.count)") }
+            return p
+        }
+        switch name {
+        case "Relu": self = .relu
+        case "Clip": let v = try parameters(2); self = .clip(lo: v[0], hi: v[1])
+        case "LeakyRelu": self = .leakyRelu(alpha: try parameters(1)[0])
+        case "HardSwish": self = .vector(.hardSwish)
+        case "Sigmoid": self = .vector(.sigmoid)
+        case "Tanh": self = .vector(.tanh)
+        case "Exp": self = .vector(.exp)
+        case "Swish": self = .vector(.swish(alpha: try parameters(1)[0]))
+        case "HardSigmoid": let v = try parameters(2); self = .vector(.hardSigmoid(alpha: v[0], beta: v[1]))
+        default: throw c.badAttribute(Self.nameAttribute, "names no fusable activation: '\(name)'")
+        }
+    }
+
+    /// Whether f(round₁₆(x)) = round₁₆(f(x)) for every x, so the activation may run before a
+    /// float16 / bfloat16 result is rounded (monotone clamps at representable bounds).
+    var commutesWithRounding: Bool { self == .relu }
+
+    /// Applies it in place to `count` values.
+    @inline(__always)
+    func apply(_ p: UnsafeMutablePointer<Float>, count: Int) {
+        switch self {
+        case .relu:
+            let f = ActivationKernels.ReluF()
+            for i in 0..<count { p[i] = f(p[i]) }
+        case .clip(let lo, let hi):
+            let f = ActivationKernels.ClipF(lo: lo, hi: hi)
+            for i in 0..<count { p[i] = f(p[i]) }
+        case .leakyRelu(let alpha):
+            let f = ActivationKernels.LeakyReluF(alpha: alpha)
+            for i in 0..<count { p[i] = f(p[i]) }
+        case .vector(let f):
+            SIMDKernels.apply(f, UnsafePointer(p), p, count: count)
+        }
+    }
+}
