@@ -18,6 +18,25 @@ SK_TARGET_AVX512 static inline __mmask16 tap_mask(ptrdiff_t j0, ptrdiff_t count,
     return in & _mm512_cmplt_epi32_mask(lane, _mm512_set1_epi32((int)count));
 }
 
+/// One output row block's accumulators: up to ROWS rows of 16 columns, each row its own dependency chain.
+enum { ROWS = 4 };
+
+/// acc[q] += w · x(row q) for the rows of this block whose input row exists, on the lanes of `m`.
+#define SK_DW_TAP(q)                                                                                           \
+    if (valid[q]) {                                                                                            \
+        const float *line = x + rin[q] * iw;                                                                   \
+        __m512 xv;                                                                                             \
+        if (sw == 1) {                                                                                         \
+            xv = _mm512_maskz_loadu_ps(m, line + start);                                                       \
+        } else if (sw == 2 && b < MAXK) {                                                                      \
+            __m512 l = _mm512_maskz_loadu_ps(lo[b], line + start), h = _mm512_maskz_loadu_ps(hi[b], line + start + 16); \
+            xv = _mm512_permutex2var_ps(l, evens, h);                                                          \
+        } else {                                                                                               \
+            xv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, steps, line + start, 4);                     \
+        }                                                                                                      \
+        acc##q = _mm512_mask_add_ps(acc##q, m, acc##q, _mm512_mul_ps(wv, xv));                                 \
+    }
+
 SK_TARGET_AVX512 void sk_depthwise_avx512(const float *x, ptrdiff_t ih, ptrdiff_t iw, const float *w, ptrdiff_t kh,
                                           ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw,
                                           ptrdiff_t dh, ptrdiff_t dw, float bias, float *y, ptrdiff_t oh,
@@ -37,29 +56,34 @@ SK_TARGET_AVX512 void sk_depthwise_avx512(const float *x, ptrdiff_t ih, ptrdiff_
             hi[b] = tap_mask(0, 16, 1, start + 16, iw);
         }
         __mmask16 store = tap_mask(j0, ow, 1, 0, ow);
-        for (ptrdiff_t o = 0; o < oh; o++) {
-            __m512 acc = _mm512_set1_ps(bias);
+        // ROWS output rows at a time: independent accumulators hide the add latency; each row still
+        // takes its taps in (kh, kw) order, so the bits are those of one row at a time.
+        for (ptrdiff_t o = 0; o < oh; o += ROWS) {
+            ptrdiff_t rows = oh - o < ROWS ? oh - o : ROWS;
+            __m512 acc0 = _mm512_set1_ps(bias), acc1 = acc0, acc2 = acc0, acc3 = acc0;
             for (ptrdiff_t a = 0; a < kh; a++) {
-                ptrdiff_t r = o * sh - ph + a * dh;
-                if (r < 0 || r >= ih) continue;
-                const float *line = x + r * iw;
+                ptrdiff_t rin[ROWS];
+                int valid[ROWS];
+                for (int q = 0; q < ROWS; q++) {
+                    rin[q] = (o + q) * sh - ph + a * dh;
+                    valid[q] = q < rows && rin[q] >= 0 && rin[q] < ih;
+                }
+                if (!(valid[0] | valid[1] | valid[2] | valid[3])) continue;
                 for (ptrdiff_t b = 0; b < kw; b++) {
                     __mmask16 m = b < MAXK ? masks[b] : tap_mask(j0, ow, sw, b * dw - pw, iw);
                     if (m == 0) continue;
                     ptrdiff_t start = j0 * sw + b * dw - pw;  // input column of lane 0 (may be outside)
-                    __m512 xv;
-                    if (sw == 1) {
-                        xv = _mm512_maskz_loadu_ps(m, line + start);
-                    } else if (sw == 2 && b < MAXK) {
-                        __m512 l = _mm512_maskz_loadu_ps(lo[b], line + start), h = _mm512_maskz_loadu_ps(hi[b], line + start + 16);
-                        xv = _mm512_permutex2var_ps(l, evens, h);
-                    } else {
-                        xv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, steps, line + start, 4);
-                    }
-                    acc = _mm512_mask_add_ps(acc, m, acc, _mm512_mul_ps(_mm512_set1_ps(w[a * kw + b]), xv));
+                    __m512 wv = _mm512_set1_ps(w[a * kw + b]);
+                    SK_DW_TAP(0)
+                    SK_DW_TAP(1)
+                    SK_DW_TAP(2)
+                    SK_DW_TAP(3)
                 }
             }
-            _mm512_mask_storeu_ps(y + o * ow + j0, store, acc);
+            _mm512_mask_storeu_ps(y + o * ow + j0, store, acc0);
+            if (rows > 1) _mm512_mask_storeu_ps(y + (o + 1) * ow + j0, store, acc1);
+            if (rows > 2) _mm512_mask_storeu_ps(y + (o + 2) * ow + j0, store, acc2);
+            if (rows > 3) _mm512_mask_storeu_ps(y + (o + 3) * ow + j0, store, acc3);
         }
     }
 }

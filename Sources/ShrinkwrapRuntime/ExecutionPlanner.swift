@@ -15,8 +15,8 @@ import ShrinkwrapIR
 ///    filter once and copy channels with a Gather: identical filters then give
 ///    bit-identical channels whatever the GEMM backend's register blocking.
 ///
-/// 4. An activation (Relu, Clip, LeakyRelu, HardSwish, HardSigmoid, Sigmoid,
-///    Tanh: `FusedActivation`) that is the only reader of a Conv's output runs
+/// 4. An activation (Relu, Clip, LeakyRelu, PRelu, HardSwish, HardSigmoid,
+///    Sigmoid, Tanh: `FusedActivation`) that is the only reader of a Conv's output runs
 ///    inside the Conv, on each output block while it is still in cache.
 ///
 /// 5. Loop-invariant values and nodes leave Loop bodies (`hoistLoopInvariants`).
@@ -40,6 +40,7 @@ struct ExecutionPlanner {
         try hoistLoopInvariants()
         try sinkTransposes()
         names = NameAllocator(.numbered(separator: "__plan"), reserving: graph)
+        fusePadIntoConv()
         fuseBatchNormIntoConv()
         shareDuplicateFilters()
         fuseConvActivations()
@@ -237,7 +238,7 @@ struct ExecutionPlanner {
 
     // MARK: 4. Conv + activation
 
-    /// An activation `FusedActivation` knows (Relu, Clip, LeakyRelu, HardSwish, HardSigmoid,
+    /// An activation `FusedActivation` knows (Relu, Clip, LeakyRelu, PRelu, HardSwish, HardSigmoid,
     /// Sigmoid, Tanh) that is the only reader of a Conv's output runs in the Conv's epilogue.
     mutating func fuseConvActivations() {
         let r = readers()
@@ -248,7 +249,8 @@ struct ExecutionPlanner {
         for (ai, node) in graph.nodes.enumerated() {
             guard let x = node.input(0), let ci = producer[x], graph.nodes[ci].opType == "Conv", graph.nodes[ci].outputs.count == 1,
                   r[x] == 1, graph.nodes[ci].attributes[FusedActivation.nameAttribute] == nil,
-                  let activation = FusedActivation(node: node, constant: { constants.constant(named: $0)?.encoding.decoded() })
+                  let w = graph.nodes[ci].input(1), let rank = graph.constant(named: w)?.encoding.shape.count,
+                  let activation = FusedActivation(node: node, rank: rank, constant: { constants.constant(named: $0)?.encoding.decoded() })
             else { continue }
             graph.nodes[ci].attributes.merge(activation.attributes) { $1 }
             graph.nodes[ci].outputs = node.outputs

@@ -118,6 +118,9 @@ final class ExecutionPlannerTests: XCTestCase {
                                  attributes: ["alpha": .float(0.3), "beta": .float(0.4)])),
             ("Sigmoid", Node(name: "act", opType: "Sigmoid", inputs: ["b"], outputs: ["y"])),
             ("Tanh", Node(name: "act", opType: "Tanh", inputs: ["b"], outputs: ["y"])),
+            ("PRelu per channel", Node(name: "act", opType: "PRelu", inputs: ["b", "slopes"], outputs: ["y"])),
+            ("PRelu [1, C, 1, 1]", Node(name: "act", opType: "PRelu", inputs: ["b", "slopes4"], outputs: ["y"])),
+            ("PRelu one slope", Node(name: "act", opType: "PRelu", inputs: ["b", "slope"], outputs: ["y"])),
         ]
         struct Case { let name: String; let c: Int; let m: Int; let k: Int; let group: Int; let hw: Int }
         let cases = [Case(name: "gemm 3x3", c: 5, m: 7, k: 3, group: 1, hw: 9),
@@ -129,7 +132,10 @@ final class ExecutionPlannerTests: XCTestCase {
             for t in cases {
                 var rng = SplitMix(seed: UInt64(t.c * 31 + t.k))
                 let cg = t.c / t.group
-                var consts = [six, zero,
+                let slopes = (0..<t.m).map { _ in rng.nextFloat() - 0.25 }
+                var consts = [six, zero, Constant(name: "slopes", tensor: Tensor(slopes, shape: [t.m, 1, 1])),
+                              Constant(name: "slopes4", tensor: Tensor(slopes, shape: [1, t.m, 1, 1])),
+                              Constant(name: "slope", tensor: Tensor([0.25], shape: [1])),
                               Constant(name: "W", tensor: Tensor((0..<(t.m * cg * t.k * t.k)).map { _ in rng.nextFloat() - 0.5 },
                                                                  shape: [t.m, cg, t.k, t.k])),
                               Constant(name: "B", tensor: Tensor((0..<t.m).map { _ in rng.nextFloat() }, shape: [t.m]))]
@@ -158,6 +164,49 @@ final class ExecutionPlannerTests: XCTestCase {
                     XCTAssertEqual(fused?.count, t.m * t.hw * t.hw, what)
                     XCTAssertEqual(fused?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern), what)
                 }
+            }
+        }
+    }
+
+    /// A zero Pad of the spatial axes in front of a Conv becomes the Conv's padding (one node runs,
+    /// equal values), added to the Conv's own; a Pad of the channels, with a non-zero fill or in reflect
+    /// mode stays a Pad. Depthwise and ordinary Convs.
+    func testZeroSpatialPadBecomesTheConvsPadding() throws {
+        var rng = SplitMix(seed: 21)
+        let c = 4
+        let x = Tensor((0..<(c * 10 * 9)).map { _ in rng.nextFloat() * 2 - 1 }, shape: [1, c, 10, 9])
+        func run(pads: [Int64], fill: Float?, mode: String, group: Int, optimize: Bool) throws -> (Tensor?, Int) {
+            let inChannels = c + Int(pads[1] + pads[5]), perGroup = group == 1 ? inChannels : 1, filters = group == 1 ? 3 : c
+            var r = SplitMix(seed: 5)
+            let w = Tensor((0..<(filters * perGroup * 9)).map { _ in r.nextFloat() - 0.5 }, shape: [filters, perGroup, 3, 3])
+            var consts = [Constant(name: "W", tensor: w), Constant(name: "p", tensor: Tensor(ints: pads, shape: [8]))]
+            var padInputs = ["x", "p"]
+            if let fill { consts.append(Constant(name: "v", tensor: Tensor([fill], shape: []))); padInputs.append("v") }
+            let g = Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(c), .fixed(10), .fixed(9)])],
+                          outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)],
+                          nodes: [Node(name: "pad", opType: "Pad", inputs: padInputs, outputs: ["xp"], attributes: ["mode": .string(mode)]),
+                                  Node(name: "conv", opType: "Conv", inputs: ["xp", "W"], outputs: ["y"],
+                                       attributes: ["group": .int(group), "strides": .ints([2, 2]), "pads": .ints([1, 0, 0, 1])])],
+                          constants: consts)
+            var observed = 0
+            let y = try Interpreter(graph: g, options: .init(threads: 2, optimize: optimize)).run(["x": x]) { _, _ in observed += 1 }["y"]
+            return (y, observed)
+        }
+        let cases: [(String, [Int64], Float?, String, Int)] = [
+            ("spatial zero pad", [0, 0, 1, 0, 0, 0, 2, 1], nil, "constant", 1),
+            ("explicit zero fill", [0, 0, 0, 1, 0, 0, 1, 1], 0, "constant", 1),
+            ("channel pad", [0, 1, 1, 1, 0, 2, 1, 1], nil, "constant", 2),
+            ("non-zero fill", [0, 0, 1, 1, 0, 0, 1, 1], 0.5, "constant", 2),
+            ("reflect", [0, 0, 1, 1, 0, 0, 1, 1], nil, "reflect", 2),
+        ]
+        for (name, pads, fill, mode, nodes) in cases {
+            for group in pads[1] == 0 ? [1, c] : [1] {
+                let (fast, observed) = try run(pads: pads, fill: fill, mode: mode, group: group, optimize: true)
+                let (exact, _) = try run(pads: pads, fill: fill, mode: mode, group: group, optimize: false)
+                XCTAssertEqual(observed, nodes, "\(name), group \(group)")
+                XCTAssertNotNil(fast, name)
+                XCTAssertEqual(fast?.shape, exact?.shape, "\(name), group \(group)")
+                XCTAssertEqual(fast?.floats, exact?.floats, "\(name), group \(group)")
             }
         }
     }

@@ -148,8 +148,11 @@ final class SIMDKernelsTests: XCTestCase {
     /// multiplies then adds, taps in order after the bias.
     func testDepthwiseConvLevels() throws {
         var rng = SplitMix(seed: 8)
-        for (kernel, stride, pad, dilation) in [(3, 1, 1, 1), (3, 2, 1, 1), (5, 1, 2, 1), (5, 2, 2, 1), (3, 1, 2, 2), (3, 2, 0, 1)] {
-            let ch = 3, h = 11, w = 13
+        // Sizes: one column block and a partial row block; several column blocks, row blocks and a remainder.
+        for (kernel, stride, pad, dilation, h, w) in [(3, 1, 1, 1, 11, 13), (3, 2, 1, 1, 11, 13), (5, 1, 2, 1, 11, 13), (5, 2, 2, 1, 11, 13),
+                                                      (3, 1, 2, 2, 11, 13), (3, 2, 0, 1, 11, 13), (3, 1, 1, 1, 19, 37), (5, 2, 2, 1, 22, 41),
+                                                      (3, 3, 1, 1, 19, 37), (7, 1, 3, 1, 6, 20)] {
+            let ch = 3
             let x = random(ch * h * w, &rng), wt = random(ch * kernel * kernel, &rng), bias = random(ch, &rng)
             let oh = (h + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, ow = (w + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1
             var refD = [Double](), refF = [Float]()

@@ -111,7 +111,10 @@ extension NNKernels {
         }
         xt.dtype.round(&y)
         if let late {
-            y.withUnsafeMutableBufferPointer { if let p = $0.baseAddress { late.apply(p, count: total) } }
+            y.withUnsafeMutableBufferPointer { b in
+                guard let p = b.baseAddress else { return }
+                for k in 0..<(n * m) { late.apply(p + k * pOut, count: pOut, channel: k % m) }
+            }
             xt.dtype.round(&y)
         }
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]

@@ -24,7 +24,7 @@ struct ConvEpilogue {
         guard (scale == nil) == (shift == nil), scale.map({ $0.count == channels }) ?? true, shift.map({ $0.count == channels }) ?? true else {
             throw c.badAttribute(NNKernels.fusedScaleAttribute, "needs a scale and a shift of \(channels) values each")
         }
-        self.init(bias: bias, scale: scale, shift: shift, activation: try FusedActivation(c))
+        self.init(bias: bias, scale: scale, shift: shift, activation: try FusedActivation(c, channels: channels))
     }
 
     /// This epilogue without its activation, and the activation, when the activation must wait
@@ -57,7 +57,7 @@ struct ConvEpilogue {
         } else if fusedRelu {
             for i in 0..<count { p[i] = relu(p[i]) }
         }
-        if let activation, !fusedRelu { activation.apply(p, count: count) }
+        if let activation, !fusedRelu { activation.apply(p, count: count, channel: channel) }
     }
 
     /// The part after the bias, on output planes `planes` (each `plane` long) the bias is already in;

@@ -11,15 +11,18 @@ public enum FusedActivation: Equatable, Sendable {
     case relu
     case clip(lo: Float, hi: Float)
     case leakyRelu(alpha: Float)
+    /// PRelu with one slope per channel (or one for all).
+    case prelu(slopes: [Float])
     case vector(SIMDKernels.Unary)
 
     /// The planner-internal attributes a fused activation is written to: the op type, and its parameters.
     public static let nameAttribute = "__shrinkwrap_fused_activation"
     public static let parametersAttribute = "__shrinkwrap_fused_activation_parameters"
 
-    /// The activation `node` computes, when it is a single-input, single-output float activation
-    /// whose parameters are known at load time (`constant` gives constant inputs, e.g. Clip's bounds).
-    public init?(node: Node, constant: (String) -> Tensor?) {
+    /// The activation `node` computes on a rank-`rank` NCHW value, when it is a single-output float
+    /// activation whose parameters are known at load time (`constant` gives constant inputs, e.g.
+    /// Clip's bounds, PRelu's slopes).
+    public init?(node: Node, rank: Int, constant: (String) -> Tensor?) {
         guard node.outputs.count == 1, let x = node.input(0), !x.isEmpty else { return nil }
         func float(_ key: String, _ def: Float) -> Float? {
             switch node.attributes[key] {
@@ -33,6 +36,18 @@ public enum FusedActivation: Equatable, Sendable {
         case "LeakyRelu" where node.inputs.count == 1:
             guard let a = float("alpha", 0.01) else { return nil }
             self = .leakyRelu(alpha: a)
+        case "PRelu" where node.inputs.count == 2:
+            // One slope, or one per channel (axis 1 of the rank-`rank` input once the slope's shape is
+            // aligned to its trailing axes): [C, 1, 1] or [1, C, 1, 1] for a 2-D NCHW value.
+            guard let t = constant(node.inputs[1]), t.dtype == .float32, let v = t.floats, !v.isEmpty,
+                  t.rank <= rank else { return nil }
+            if v.count > 1 {
+                let channelAxis = 1 - (rank - t.rank)
+                guard channelAxis >= 0,
+                      t.shape.enumerated().allSatisfy({ $0.offset == channelAxis ? $0.element == v.count : $0.element == 1 })
+                else { return nil }
+            }
+            self = .prelu(slopes: v)
         case "HardSwish" where node.inputs.count == 1: self = .vector(.hardSwish)
         case "Sigmoid" where node.inputs.count == 1: self = .vector(.sigmoid)
         case "Tanh" where node.inputs.count == 1: self = .vector(.tanh)
@@ -57,6 +72,7 @@ public enum FusedActivation: Equatable, Sendable {
         case .relu: return [Self.nameAttribute: .string("Relu")]
         case .clip(let lo, let hi): return [Self.nameAttribute: .string("Clip"), Self.parametersAttribute: .floats([lo, hi])]
         case .leakyRelu(let a): return [Self.nameAttribute: .string("LeakyRelu"), Self.parametersAttribute: .floats([a])]
+        case .prelu(let v): return [Self.nameAttribute: .string("PRelu"), Self.parametersAttribute: .floats(v)]
         case .vector(let f):
             switch f {
             case .hardSwish: return [Self.nameAttribute: .string("HardSwish")]
@@ -70,8 +86,9 @@ public enum FusedActivation: Equatable, Sendable {
         }
     }
 
-    /// What the planner wrote into a node (nil when it fused none); throws on anything else.
-    init?(_ c: KernelContext) throws {
+    /// What the planner wrote into a node with `channels` output channels (nil when it fused none);
+    /// throws on anything else.
+    init?(_ c: KernelContext, channels: Int) throws {
         guard c.node.attributes[Self.nameAttribute] != nil else { return nil }
         let name = try c.string(Self.nameAttribute, default: "")
         let p = try c.floats(Self.parametersAttribute) ?? []
@@ -83,6 +100,11 @@ public enum FusedActivation: Equatable, Sendable {
         case "Relu": self = .relu
         case "Clip": let v = try parameters(2); self = .clip(lo: v[0], hi: v[1])
         case "LeakyRelu": self = .leakyRelu(alpha: try parameters(1)[0])
+        case "PRelu":
+            guard p.count == 1 || p.count == channels else {
+                throw c.badAttribute(Self.parametersAttribute, "PRelu needs 1 or \(channels) slopes, got \(p.count)")
+            }
+            self = .prelu(slopes: p)
         case "HardSwish": self = .vector(.hardSwish)
         case "Sigmoid": self = .vector(.sigmoid)
         case "Tanh": self = .vector(.tanh)
@@ -97,9 +119,9 @@ public enum FusedActivation: Equatable, Sendable {
     /// float16 / bfloat16 result is rounded (monotone clamps at representable bounds).
     var commutesWithRounding: Bool { self == .relu }
 
-    /// Applies it in place to `count` values.
+    /// Applies it in place to `count` values of output channel `channel`.
     @inline(__always)
-    func apply(_ p: UnsafeMutablePointer<Float>, count: Int) {
+    func apply(_ p: UnsafeMutablePointer<Float>, count: Int, channel: Int) {
         switch self {
         case .relu:
             let f = ActivationKernels.ReluF()
@@ -110,6 +132,10 @@ public enum FusedActivation: Equatable, Sendable {
         case .leakyRelu(let alpha):
             let f = ActivationKernels.LeakyReluF(alpha: alpha)
             for i in 0..<count { p[i] = f(p[i]) }
+        case .prelu(let slopes):
+            let k = slopes.count == 1 ? slopes[0] : slopes[channel % slopes.count]
+            let f = ActivationKernels.PReluF()
+            for i in 0..<count { p[i] = f(p[i], k) }
         case .vector(let f):
             SIMDKernels.apply(f, UnsafePointer(p), p, count: count)
         }
