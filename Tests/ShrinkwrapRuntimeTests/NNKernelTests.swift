@@ -84,6 +84,36 @@ final class NNKernelTests: XCTestCase {
                     [6], shape: [1, 1, 1])
     }
 
+    /// Convs with one output column (a 1-D conv written as [k, 1] over a width-1 input, or a kernel as
+    /// wide as the input) over enough rows to run in bands: the bands' strided column unfold against a
+    /// naive loop, with strides, dilations and pads reaching past both ends.
+    func testBandedConvWithOneOutputColumn() throws {
+        for (h, w, k1, k2, s1, d1, p1, p2) in [(600, 1, 5, 1, 1, 1, 2, 0), (700, 1, 3, 1, 2, 2, 3, 0), (520, 3, 4, 3, 1, 1, 1, 0),
+                                               (530, 1, 3, 3, 1, 1, 0, 1)] {
+            let c = 3, m = 4
+            let x = random(c * h * w, seed: UInt64(h)), wt = random(m * c * k1 * k2, seed: UInt64(h + 1)), b = random(m, seed: 9)
+            let oh = (h + 2 * p1 - d1 * (k1 - 1) - 1) / s1 + 1, ow = (w + 2 * p2 - (k2 - 1) - 1) + 1
+            XCTAssertEqual(ow, 1)
+            var want = [Float]()
+            for f in 0..<m { for i in 0..<oh {
+                var acc = Double(b[f])
+                for ci in 0..<c { for a in 0..<k1 { for q in 0..<k2 {
+                    let r = i * s1 - p1 + a * d1, col = q - p2
+                    if r >= 0 && r < h && col >= 0 && col < w {
+                        acc += Double(wt[((f * c + ci) * k1 + a) * k2 + q]) * Double(x[(ci * h + r) * w + col])
+                    }
+                } } }
+                want.append(Float(acc))
+            } }
+            for threads in [1, 3] {
+                let y = try run1("Conv", [t(x, [1, c, h, w]), t(wt, [m, c, k1, k2]), t(b, [m])],
+                                 ["strides": .ints([s1, 1]), "dilations": .ints([d1, 1]), "pads": .ints([p1, p2, p1, p2])],
+                                 threads: threads)
+                assertClose(y, want, shape: [1, m, oh, 1], tol: 1e-4)
+            }
+        }
+    }
+
     func testConv3D() throws {
         // 2×2×2 input 1…8 and a 2×2×2 kernel of ones: 36.
         let y = try run1("Conv", [t((1...8).map(Float.init), [1, 1, 2, 2, 2]), t([Float](repeating: 1, count: 8), [1, 1, 2, 2, 2])])

@@ -239,6 +239,14 @@ extension NNKernels {
                         let off2 = kw * d2 - p2
                         let (lo2, hi2) = NNKernels.validRun(offset: off2, step: s2, limit: in2, n: o2)
                         var dst = buffer + row * cols
+                        if o2 == 1 {
+                            // One output column (a 1-D conv along axis 1): the row is a strided run down the column.
+                            guard off2 >= 0 && off2 < in2 else { dst.update(repeating: 0, count: cols); continue }
+                            let off1 = oh0 * s1 - p1 + kh * d1
+                            let (lo1, hi1) = NNKernels.validRun(offset: off1, step: s1, limit: in1, n: cols)
+                            NNKernels.unfoldLine(plane + off2, into: dst, count: cols, valid: lo1..<hi1, offset: off1 * in2, stride: s1 * in2)
+                            continue
+                        }
                         for oh in oh0..<oh1 {
                             let ih = oh * s1 - p1 + kh * d1
                             if ih < 0 || ih >= in1 {
