@@ -21,7 +21,10 @@ import ShrinkwrapIR
 ///
 /// 5. Loop-invariant values and nodes leave Loop bodies (`hoistLoopInvariants`).
 ///
-/// Fusions (2) and (4) keep every float32 value's bits; (3) may round a
+/// 7. Runs of float elementwise nodes run as one `ElementwiseChain` node, block
+///    by block in cache (`fuseElementwiseChains`).
+///
+/// Fusions (2), (4) and (7) keep every float32 value's bits ((7) float16's too); (3) may round a
 /// channel differently (a smaller GEMM blocks differently). `Options.optimize
 /// = false` keeps the graph exactly as imported (the per-layer report uses it
 /// so that every intermediate value exists).
@@ -44,6 +47,7 @@ struct ExecutionPlanner {
         fuseBatchNormIntoConv()
         shareDuplicateFilters()
         fuseConvActivations()
+        fuseElementwiseChains()
     }
 
     // MARK: 1. constant folding

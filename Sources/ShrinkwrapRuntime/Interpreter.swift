@@ -87,7 +87,8 @@ public final class Interpreter: @unchecked Sendable {
             freeAt[si].append(s)
         }
         for (si, (n, ins, outs)) in built.enumerated() {
-            guard let k = n.hasSubgraphs ? try ControlFlow.kernel(for: n, options: options, outer: g) : KernelRegistry.kernels[n.opType]
+            guard let k = n.hasSubgraphs ? try ControlFlow.kernel(for: n, options: options, outer: g)
+                : KernelRegistry.kernels[n.opType] ?? ExecutionPlanner.internalKernels[n.opType]
             else { throw KernelError.noKernel(op: n.opType) }
             steps.append(Step(node: n, kernel: k, inputSlots: ins, outputSlots: outs, freeAfter: freeAt[si]))
         }

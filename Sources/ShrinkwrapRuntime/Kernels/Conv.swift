@@ -68,7 +68,7 @@ extension NNKernels {
                             epilogue.afterBias(yp, planes: 0..<(n * m), plane: pOut, channels: m)
                             return
                         }
-                        let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo) : 0
+                        let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo, rows: rows, filters: mg) : 0
                         if bands > 0 && geo.output[1] > bands {
                             for b in 0..<n {
                                 for g in 0..<group {
@@ -197,11 +197,15 @@ extension NNKernels {
     }
 
     /// Output rows per band for `bandedConv`: about max(256, output/8)
-    /// columns per band, so a band's im2col slice stays cache-sized and
-    /// there are enough bands to share between threads.
-    static func bandRows(_ geo: WindowGeometry) -> Int {
+    /// columns per band, so that there are enough bands to share between
+    /// threads. With few filters the GEMM reads each im2col element only a
+    /// few times, so the band's slice (`rows` × columns floats) must come
+    /// from cache: then it is kept within 512 KiB (basic-pitch's 8-filter
+    /// 3×39 conv: 52 → 33 ms); many filters amortise a bigger slice.
+    static func bandRows(_ geo: WindowGeometry, rows: Int, filters: Int) -> Int {
         let o1 = geo.output[1], o2 = max(geo.output[2], 1)
-        let target = max(256, (o1 * o2 + 7) / 8)
+        var target = max(256, (o1 * o2 + 7) / 8)
+        if filters < 64 { target = min(target, max(64, (512 << 10) / (4 * max(rows, 1)))) }
         return max(1, min(o1, (target + o2 - 1) / o2))
     }
 
