@@ -95,6 +95,20 @@ extension NNKernels {
         }
     }
 
+    /// Per output index along `a`: window start, valid tap run [lo, hi), padded tap count.
+    private static func poolTable(_ geo: WindowGeometry, axis a: Int) -> [Int] {
+        var t = [Int](repeating: 0, count: 4 * geo.output[a])
+        for o in 0..<geo.output[a] {
+            let base = o * geo.strides[a] - geo.padBegin[a]
+            let run = validRun(offset: base, step: geo.dilations[a], limit: geo.input[a], n: geo.kernel[a])
+            // Taps inside input + explicit padding (ceil_mode may reach past it).
+            let padRun = validRun(offset: base + geo.padBegin[a], step: geo.dilations[a],
+                                  limit: geo.input[a] + geo.padBegin[a] + geo.padEnd[a], n: geo.kernel[a])
+            t[4 * o] = base; t[4 * o + 1] = run.lo; t[4 * o + 2] = run.hi; t[4 * o + 3] = padRun.hi - padRun.lo
+        }
+        return t
+    }
+
     static func pool(_ c: KernelContext, kind: PoolKind) throws -> [Tensor] {
         let (xt, x) = try poolInput(c)
         guard let kernel = try c.ints("kernel_shape") else { throw c.badAttribute("kernel_shape", "is required") }
@@ -117,22 +131,13 @@ extension NNKernels {
             return wantIndices ? [empty, Tensor(ints: [], shape: outShape)] : [empty]
         }
         let planes = n * ch
+        if !wantIndices, var whole = poolWholePlane(x, planes: planes, geo: geo, kind: kind, threads: c.threads) {
+            xt.dtype.round(&whole)
+            return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(whole))]
+        }
         let pIn = geo.inputCount, pOut = geo.outputCount
 
-        // Per axis and output index: window start, valid tap run [lo, hi), padded tap count.
-        var tables = [[Int]]()
-        for a in 0..<3 {
-            var t = [Int](repeating: 0, count: 4 * geo.output[a])
-            for o in 0..<geo.output[a] {
-                let base = o * geo.strides[a] - geo.padBegin[a]
-                let run = validRun(offset: base, step: geo.dilations[a], limit: geo.input[a], n: geo.kernel[a])
-                // Taps inside input + explicit padding (ceil_mode may reach past it).
-                let padRun = validRun(offset: base + geo.padBegin[a], step: geo.dilations[a],
-                                      limit: geo.input[a] + geo.padBegin[a] + geo.padEnd[a], n: geo.kernel[a])
-                t[4 * o] = base; t[4 * o + 1] = run.lo; t[4 * o + 2] = run.hi; t[4 * o + 3] = padRun.hi - padRun.lo
-            }
-            tables.append(t)
-        }
+        let tables = (0..<3).map { poolTable(geo, axis: $0) }
         let config = PoolLoop(kind: kind, in1: geo.input[1], in2: geo.input[2], d0: geo.dilations[0],
                               d1: geo.dilations[1], d2: geo.dilations[2], o0: geo.output[0], o1: geo.output[1],
                               o2: geo.output[2], lines: min(geo.kernel[0], geo.input[0]) * min(geo.kernel[1], geo.input[1]),
