@@ -164,6 +164,52 @@ final class FastPathKernelTests: XCTestCase {
         }
     }
 
+    func testGlobalPoolPlanesMatchPlaneLoop() throws {
+        var g = Rng(s: 23)
+        for trial in 0..<60 {
+            let shape = [g.int(1...2), g.pick([1, 5, 8, 9, 16, 23])] + (0..<g.int(0...2)).map { _ in g.int(1...30) }
+            let x = Tensor((0..<shape.reduce(1, *)).map { _ in g.value(special: false) }, shape: shape)
+            let op = g.pick(["GlobalAveragePool", "GlobalLpPool"])
+            let attrs: [String: Attribute] = op == "GlobalLpPool" ? ["p": .int(g.pick([1, 2, 3]))] : [:]
+            let plane = shape.dropFirst(2).reduce(1, *)
+            XCTAssertNotNil(NNKernels.globalPoolPlanes(x.floats ?? [], planes: shape[0] * shape[1], plane: plane,
+                                                       kind: .average, threads: 1))
+            for threads in [1, 3] { try assertSameBits(op, [x], attrs, threads: threads, "trial \(trial): \(op) \(shape) \(attrs)") }
+        }
+    }
+
+    /// AveragePool's window loop sums each window row by row in float32 from
+    /// +0 and divides by the window size as a float (the bits the whole-plane
+    /// path and the cached divisors keep); a naive loop written that way agrees bit for bit.
+    func testAveragePoolMatchesRowMajorReference() throws {
+        var g = Rng(s: 29)
+        for trial in 0..<60 {
+            let h = g.int(1...12), w = g.int(1...12), k = [g.int(1...4), g.int(1...4)], s = [g.int(1...3), g.int(1...3)]
+            let pads = [g.int(0...1), g.int(0...1), g.int(0...1), g.int(0...1)]
+            let includePad = g.int(0...1), ceil = g.int(0...1)
+            let x = Tensor((0..<(2 * h * w)).map { _ in g.value(special: false) }, shape: [1, 2, h, w])
+            let attrs: [String: Attribute] = ["kernel_shape": .ints(k), "strides": .ints(s), "pads": .ints(pads),
+                                              "count_include_pad": .int(includePad), "ceil_mode": .int(ceil)]
+            let kernel = try XCTUnwrap(KernelRegistry.kernels["AveragePool"])
+            guard let y = try? kernel(KernelContext(node: node("AveragePool", inputs: 1, attrs), inputs: [x], threads: 2))[0],
+                  let got = y.floats, let xv = x.floats else { continue }
+            let oh = y.shape[2], ow = y.shape[3]
+            for c in 0..<2 { for r in 0..<oh { for q in 0..<ow {
+                var sum: Float = 0, valid = 0
+                let r0 = r * s[0] - pads[0], q0 = q * s[1] - pads[1]
+                for i in max(r0, 0)..<max(min(r0 + k[0], h), max(r0, 0)) {
+                    for j in max(q0, 0)..<max(min(q0 + k[1], w), max(q0, 0)) { sum += xv[(c * h + i) * w + j]; valid += 1 }
+                }
+                // With count_include_pad, taps in the explicit padding count (not those past it).
+                let rows = min(r0 + k[0], h + pads[2]) - max(r0, -pads[0]), cols = min(q0 + k[1], w + pads[3]) - max(q0, -pads[1])
+                let count = includePad == 1 ? rows * cols : valid
+                let want: Float = count > 0 ? sum / Float(count) : 0
+                let at = (c * oh + r) * ow + q
+                XCTAssertEqual(got[at].bitPattern, want.bitPattern, "trial \(trial) \(attrs) \(h)×\(w) at \(c),\(r),\(q)")
+            } } }
+        }
+    }
+
     // MARK: DepthToSpace / SpaceToDepth
 
     func testBlockRowsMatchGather() throws {

@@ -171,11 +171,13 @@ extension NNKernels {
                                 let minChunk = max(1, 32768 / max(pOut * geo.kernelCount, 1))
                                 parallelChunks(planes, threads: c.threads, minChunk: minChunk) { range in
                                     var lineBuf = [Int](repeating: 0, count: max(config.lines, 1))
+                                    let divisors = UnsafeMutablePointer<Float>.allocate(capacity: max(config.o2, 1))
+                                    defer { divisors.deallocate() }
                                     lineBuf.withUnsafeMutableBufferPointer { lb in
                                         for plane in range {
                                             config.run(x: xbase + plane * pIn, y: ys.p + plane * pOut,
                                                        index: isp.map { $0.p + plane * pOut },
-                                                       t0: t0, t1: t1, t2: t2, lines: lb)
+                                                       t0: t0, t1: t1, t2: t2, lines: lb, divisors: divisors)
                                         }
                                     }
                                 }
@@ -247,6 +249,10 @@ extension NNKernels {
         if plane == 0 && planes > 0 {
             throw c.fail("cannot pool over an empty spatial extent (shape \(xt.shape))")
         }
+        if var fast = globalPoolPlanes(x, planes: planes, plane: plane, kind: kind, threads: c.threads) {
+            xt.dtype.round(&fast)
+            return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(fast))]
+        }
         var y = makeFloats(planes) { yp in
             let ys = SendablePointer(yp)
             x.withUnsafeBufferPointer { xb in
@@ -298,12 +304,14 @@ struct PoolLoop {
     let tapRuns: [Int]
 
     /// `t0/t1/t2`: per-axis tables of (base, lo, hi, padded) per output index.
-    /// `index` receives the row-major promoted position of each maximum.
+    /// `index` receives the row-major promoted position of each maximum;
+    /// `divisors` (o2 floats) caches AveragePool's window sizes along a row.
     @inline(__always)
     func run(x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>, index: UnsafeMutablePointer<Int64>?,
              t0: UnsafeBufferPointer<Int>, t1: UnsafeBufferPointer<Int>, t2: UnsafeBufferPointer<Int>,
-             lines lb: UnsafeMutableBufferPointer<Int>) {
+             lines lb: UnsafeMutableBufferPointer<Int>, divisors: UnsafeMutablePointer<Float>) {
         var yo = 0
+        var divisorRow = -1   // the row factor `divisors` holds the window sizes of
         for i0 in 0..<o0 {
             let b0 = t0[4 * i0], lo0 = t0[4 * i0 + 1], hi0 = t0[4 * i0 + 2], pad0 = t0[4 * i0 + 3]
             for i1 in 0..<o1 {
@@ -361,12 +369,19 @@ struct PoolLoop {
                             }
                         }
                     }
-                    for i2 in 0..<o2 {
-                        if case .average = kind {
-                            let count = includePad ? rowPad &* t2[4 &* i2 &+ 3]
-                                                   : rowCount &* (t2[4 &* i2 &+ 2] &- t2[4 &* i2 &+ 1])
-                            row[i2] = count > 0 ? row[i2] / Float(count) : 0
-                        } else {
+                    if case .average = kind {
+                        // Window sizes as floats, converted again only when the row's factor changes.
+                        let factor = includePad ? rowPad : rowCount
+                        if factor != divisorRow {
+                            for i2 in 0..<o2 {
+                                divisors[i2] = Float(includePad ? factor &* t2[4 &* i2 &+ 3]
+                                                                : factor &* (t2[4 &* i2 &+ 2] &- t2[4 &* i2 &+ 1]))
+                            }
+                            divisorRow = factor
+                        }
+                        for i2 in 0..<o2 { let d = divisors[i2]; row[i2] = d > 0 ? row[i2] / d : 0 }
+                    } else {
+                        for i2 in 0..<o2 {
                             let v = row[i2]
                             row[i2] = pw == 2 ? v.squareRoot() : (pw == 1 ? v : powf(v, 1 / pw))
                         }
