@@ -11,6 +11,11 @@ extension NNKernels {
     /// attribute (keeps every index computation far from overflow).
     static let attributeLimit = 1 << 24
 
+    /// Whether kernels may take their specialised loops (Resize per plane,
+    /// whole-plane pools, DepthToSpace row copies). Tests turn it off to
+    /// compare them bit for bit with the general loops.
+    @TaskLocal static var fastPaths = true
+
     /// Wraps computed float values in a tensor of `dtype`, rounding them to
     /// the dtype's precision (float16 / bfloat16 results must hold values the
     /// type can represent).

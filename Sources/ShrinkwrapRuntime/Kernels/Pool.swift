@@ -95,6 +95,20 @@ extension NNKernels {
         }
     }
 
+    /// Per output index along `a`: window start, valid tap run [lo, hi), padded tap count.
+    private static func poolTable(_ geo: WindowGeometry, axis a: Int) -> [Int] {
+        var t = [Int](repeating: 0, count: 4 * geo.output[a])
+        for o in 0..<geo.output[a] {
+            let base = o * geo.strides[a] - geo.padBegin[a]
+            let run = validRun(offset: base, step: geo.dilations[a], limit: geo.input[a], n: geo.kernel[a])
+            // Taps inside input + explicit padding (ceil_mode may reach past it).
+            let padRun = validRun(offset: base + geo.padBegin[a], step: geo.dilations[a],
+                                  limit: geo.input[a] + geo.padBegin[a] + geo.padEnd[a], n: geo.kernel[a])
+            t[4 * o] = base; t[4 * o + 1] = run.lo; t[4 * o + 2] = run.hi; t[4 * o + 3] = padRun.hi - padRun.lo
+        }
+        return t
+    }
+
     static func pool(_ c: KernelContext, kind: PoolKind) throws -> [Tensor] {
         let (xt, x) = try poolInput(c)
         guard let kernel = try c.ints("kernel_shape") else { throw c.badAttribute("kernel_shape", "is required") }
@@ -117,22 +131,13 @@ extension NNKernels {
             return wantIndices ? [empty, Tensor(ints: [], shape: outShape)] : [empty]
         }
         let planes = n * ch
+        if !wantIndices, var whole = poolWholePlane(x, planes: planes, geo: geo, kind: kind, threads: c.threads) {
+            xt.dtype.round(&whole)
+            return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(whole))]
+        }
         let pIn = geo.inputCount, pOut = geo.outputCount
 
-        // Per axis and output index: window start, valid tap run [lo, hi), padded tap count.
-        var tables = [[Int]]()
-        for a in 0..<3 {
-            var t = [Int](repeating: 0, count: 4 * geo.output[a])
-            for o in 0..<geo.output[a] {
-                let base = o * geo.strides[a] - geo.padBegin[a]
-                let run = validRun(offset: base, step: geo.dilations[a], limit: geo.input[a], n: geo.kernel[a])
-                // Taps inside input + explicit padding (ceil_mode may reach past it).
-                let padRun = validRun(offset: base + geo.padBegin[a], step: geo.dilations[a],
-                                      limit: geo.input[a] + geo.padBegin[a] + geo.padEnd[a], n: geo.kernel[a])
-                t[4 * o] = base; t[4 * o + 1] = run.lo; t[4 * o + 2] = run.hi; t[4 * o + 3] = padRun.hi - padRun.lo
-            }
-            tables.append(t)
-        }
+        let tables = (0..<3).map { poolTable(geo, axis: $0) }
         let config = PoolLoop(kind: kind, in1: geo.input[1], in2: geo.input[2], d0: geo.dilations[0],
                               d1: geo.dilations[1], d2: geo.dilations[2], o0: geo.output[0], o1: geo.output[1],
                               o2: geo.output[2], lines: min(geo.kernel[0], geo.input[0]) * min(geo.kernel[1], geo.input[1]),
@@ -166,11 +171,13 @@ extension NNKernels {
                                 let minChunk = max(1, 32768 / max(pOut * geo.kernelCount, 1))
                                 parallelChunks(planes, threads: c.threads, minChunk: minChunk) { range in
                                     var lineBuf = [Int](repeating: 0, count: max(config.lines, 1))
+                                    let divisors = UnsafeMutablePointer<Float>.allocate(capacity: max(config.o2, 1))
+                                    defer { divisors.deallocate() }
                                     lineBuf.withUnsafeMutableBufferPointer { lb in
                                         for plane in range {
                                             config.run(x: xbase + plane * pIn, y: ys.p + plane * pOut,
                                                        index: isp.map { $0.p + plane * pOut },
-                                                       t0: t0, t1: t1, t2: t2, lines: lb)
+                                                       t0: t0, t1: t1, t2: t2, lines: lb, divisors: divisors)
                                         }
                                     }
                                 }
@@ -242,6 +249,10 @@ extension NNKernels {
         if plane == 0 && planes > 0 {
             throw c.fail("cannot pool over an empty spatial extent (shape \(xt.shape))")
         }
+        if var fast = globalPoolPlanes(x, planes: planes, plane: plane, kind: kind, threads: c.threads) {
+            xt.dtype.round(&fast)
+            return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(fast))]
+        }
         var y = makeFloats(planes) { yp in
             let ys = SendablePointer(yp)
             x.withUnsafeBufferPointer { xb in
@@ -293,12 +304,14 @@ struct PoolLoop {
     let tapRuns: [Int]
 
     /// `t0/t1/t2`: per-axis tables of (base, lo, hi, padded) per output index.
-    /// `index` receives the row-major promoted position of each maximum.
+    /// `index` receives the row-major promoted position of each maximum;
+    /// `divisors` (o2 floats) caches AveragePool's window sizes along a row.
     @inline(__always)
     func run(x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>, index: UnsafeMutablePointer<Int64>?,
              t0: UnsafeBufferPointer<Int>, t1: UnsafeBufferPointer<Int>, t2: UnsafeBufferPointer<Int>,
-             lines lb: UnsafeMutableBufferPointer<Int>) {
+             lines lb: UnsafeMutableBufferPointer<Int>, divisors: UnsafeMutablePointer<Float>) {
         var yo = 0
+        var divisorRow = -1   // the row factor `divisors` holds the window sizes of
         for i0 in 0..<o0 {
             let b0 = t0[4 * i0], lo0 = t0[4 * i0 + 1], hi0 = t0[4 * i0 + 2], pad0 = t0[4 * i0 + 3]
             for i1 in 0..<o1 {
@@ -356,12 +369,19 @@ struct PoolLoop {
                             }
                         }
                     }
-                    for i2 in 0..<o2 {
-                        if case .average = kind {
-                            let count = includePad ? rowPad &* t2[4 &* i2 &+ 3]
-                                                   : rowCount &* (t2[4 &* i2 &+ 2] &- t2[4 &* i2 &+ 1])
-                            row[i2] = count > 0 ? row[i2] / Float(count) : 0
-                        } else {
+                    if case .average = kind {
+                        // Window sizes as floats, converted again only when the row's factor changes.
+                        let factor = includePad ? rowPad : rowCount
+                        if factor != divisorRow {
+                            for i2 in 0..<o2 {
+                                divisors[i2] = Float(includePad ? factor &* t2[4 &* i2 &+ 3]
+                                                                : factor &* (t2[4 &* i2 &+ 2] &- t2[4 &* i2 &+ 1]))
+                            }
+                            divisorRow = factor
+                        }
+                        for i2 in 0..<o2 { let d = divisors[i2]; row[i2] = d > 0 ? row[i2] / d : 0 }
+                    } else {
+                        for i2 in 0..<o2 {
                             let v = row[i2]
                             row[i2] = pw == 2 ? v.squareRoot() : (pw == 1 ? v : powf(v, 1 / pw))
                         }

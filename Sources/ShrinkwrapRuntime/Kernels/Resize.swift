@@ -4,12 +4,12 @@ import ShrinkwrapIR
 extension NNKernels {
     // MARK: Resize
 
-    private enum ResizeMode { case nearest, linear, cubic }
+    enum ResizeMode { case nearest, linear, cubic }
 
     /// Taps of one output position along one axis: input indices (already
     /// clamped to the axis) and their weights; `extrapolate` marks a
     /// tf_crop_and_resize position outside the input.
-    private struct AxisTaps {
+    struct AxisTaps {
         var width: Int          // taps per output position
         var index: [Int]        // outCount × width
         var weight: [Float]     // outCount × width
@@ -31,14 +31,15 @@ extension NNKernels {
             if case .int = xt.storage { return [Tensor(dtype: xt.dtype, shape: outShape, storage: .int([]))] }
             return [floatTensor([], shape: outShape, dtype: xt.dtype)]
         }
-        let y = try resizeAxisByAxis(c, x, shape: xt.shape, to: outShape, axes: axes, scale: scale, roi: roi, attrs)
+        let y = try resizePlanes(c, x, shape: xt.shape, to: outShape, scale: scale, roi: roi, attrs)
+            ?? resizeAxisByAxis(c, x, shape: xt.shape, to: outShape, axes: axes, scale: scale, roi: roi, attrs)
         return [resizedTensor(y, like: xt, shape: outShape)]
     }
 
     // MARK: Resize steps
 
     /// Resize's attributes, validated.
-    private struct ResizeAttributes {
+    struct ResizeAttributes {
         let mode: ResizeMode
         let ctm: String
         let nearestMode: String
@@ -87,7 +88,7 @@ extension NNKernels {
     }
 
     /// Axes the scales / sizes / roi refer to (the `axes` attribute, default all).
-    private static func resizeAxes(_ c: KernelContext, rank: Int) throws -> [Int] {
+    static func resizeAxes(_ c: KernelContext, rank: Int) throws -> [Int] {
         guard let a = try c.ints("axes") else { return Array(0..<rank) }
         var seen = Set<Int>()
         return try a.map { v in
@@ -105,7 +106,7 @@ extension NNKernels {
 
     /// The scale and output size of every axis, from scales (input 2) or sizes
     /// (input 3, with keep_aspect_ratio_policy).
-    private static func resizeTarget(_ c: KernelContext, _ inShape: [Int], axes: [Int],
+    static func resizeTarget(_ c: KernelContext, _ inShape: [Int], axes: [Int],
                                      policy: String) throws -> (scale: [Double], outShape: [Int]) {
         let scalesT = nonEmptyInput(c, 2), sizesT = nonEmptyInput(c, 3)
         guard (scalesT == nil) != (sizesT == nil) else {
@@ -149,7 +150,7 @@ extension NNKernels {
     }
 
     /// Region of interest per axis (tf_crop_and_resize only; else 0 … 1).
-    private static func regionOfInterest(_ c: KernelContext, rank: Int, axes: [Int],
+    static func regionOfInterest(_ c: KernelContext, rank: Int, axes: [Int],
                                          ctm: String) throws -> (start: [Double], end: [Double]) {
         var roiStart = [Double](repeating: 0, count: rank), roiEnd = [Double](repeating: 1, count: rank)
         if ctm == "tf_crop_and_resize" {
@@ -248,7 +249,7 @@ extension NNKernels {
         }
     }
 
-    private static func axisTaps(_ c: KernelContext, mode: ResizeMode, inW: Int, outW: Int, scale: Double,
+    static func axisTaps(_ c: KernelContext, mode: ResizeMode, inW: Int, outW: Int, scale: Double,
                                  ctm: String, roi: (Double, Double), nearestMode: String, antialias: Bool,
                                  cubicA: Double, excludeOutside: Bool) throws -> AxisTaps {
         var extrap = [Bool](repeating: false, count: outW)
@@ -407,6 +408,7 @@ extension NNKernels {
         let shape = [n, oc, oh, ow]
         let count = try c.checkedCount(shape)
         let dcr = mode == "DCR"
+        if fastPaths { return [blockRows(t, toSpace: true, bs: bs, dcr: dcr, shape: shape, threads: c.threads)] }
         return [gather(t, shape: shape, count: count) { i in
             let x = i % ow, y = (i / ow) % oh, cc = (i / (ow * oh)) % oc, b = i / (ow * oh * oc)
             let bi = y % bs, bj = x % bs
@@ -428,6 +430,7 @@ extension NNKernels {
         let shape = [n, oc, oh, ow]
         let count = try c.checkedCount(shape)
         let dcr = mode == "DCR"
+        if fastPaths { return [blockRows(t, toSpace: false, bs: bs, dcr: dcr, shape: shape, threads: c.threads)] }
         return [gather(t, shape: shape, count: count) { i in
             let x = i % ow, y = (i / ow) % oh, occ = (i / (ow * oh)) % oc, b = i / (ow * oh * oc)
             let cc: Int, bi: Int, bj: Int
