@@ -15,13 +15,19 @@ final class InterpreterTests: XCTestCase {
                           Constant(name: "b", tensor: Tensor([0, 0.5, 1], shape: [3]))])
     }
 
+    /// Unoptimized, every node runs and is observed; optimized, the planner runs Add and Relu as
+    /// one elementwise chain, with the same result.
     func testRunsAndObservesEveryNode() throws {
-        let interp = try Interpreter(graph: mlp())
+        let x = Tensor([1, 2, 0, 0], shape: [2, 2])
         var seen: [String] = []
-        let out = try interp.run(["x": Tensor([1, 2, 0, 0], shape: [2, 2])]) { node, _ in seen.append(node.name) }
+        let out = try Interpreter(graph: mlp(), options: .init(optimize: false)).run(["x": x]) { node, _ in seen.append(node.name) }
         // Row 1: [2, 1, −2] + b = [2, 1.5, −1] → [2, 1.5, 0]; row 2: b → [0, 0.5, 1].
         XCTAssertEqual(out["y"], Tensor([2, 1.5, 0, 0, 0.5, 1], shape: [2, 3]))
         XCTAssertEqual(seen, ["mm", "add", "relu"])
+        var planned: [String] = []
+        let fast = try Interpreter(graph: mlp()).run(["x": x]) { node, _ in planned.append(node.opType) }
+        XCTAssertEqual(fast["y"], out["y"])
+        XCTAssertEqual(planned, ["MatMul", "ElementwiseChain"])
     }
 
     func testInputChecks() throws {
