@@ -15,6 +15,9 @@ import ShrinkwrapIR
 ///    filter once and copy channels with a Gather: identical filters then give
 ///    bit-identical channels whatever the GEMM backend's register blocking.
 ///
+/// 4a. An Add of a Conv's output and another value (a residual connection)
+///    runs inside the Conv (`fuseResidualAdds`).
+///
 /// 4. An activation (Relu, Clip, LeakyRelu, PRelu, HardSwish, HardSigmoid,
 ///    Sigmoid, Tanh: `FusedActivation`) that is the only reader of a Conv's output runs
 ///    inside the Conv, on each output block while it is still in cache.
@@ -46,6 +49,7 @@ struct ExecutionPlanner {
         fusePadIntoConv()
         fuseBatchNormIntoConv()
         shareDuplicateFilters()
+        fuseResidualAdds()
         fuseConvActivations()
         fuseElementwiseChains()
     }

@@ -211,6 +211,62 @@ final class ExecutionPlannerTests: XCTestCase {
         }
     }
 
+    /// Conv (+ BatchNormalization) → Add(residual) → activation runs as one Conv node on every Conv path,
+    /// with the Conv on either side of the Add, with two Convs feeding the Add, with a residual that
+    /// broadcasts (the Add kernel runs after the Conv) and for float16: the separate nodes' bits.
+    func testResidualAddFusedIntoTheConvKeepsTheBits() throws {
+        struct Case { let name: String; let c: Int; let m: Int; let k: Int; let group: Int; let hw: Int }
+        let cases = [Case(name: "gemm 3x3", c: 5, m: 5, k: 3, group: 1, hw: 9),
+                     Case(name: "gemm 1x1", c: 32, m: 32, k: 1, group: 1, hw: 14),
+                     Case(name: "banded 3x3", c: 8, m: 8, k: 3, group: 1, hw: 96),
+                     Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11)]
+        for dtype in [DType.float32, .float16] {
+            for t in cases {
+                for variant in ["conv first", "conv second", "two convs", "broadcast"] {
+                    var rng = SplitMix(seed: UInt64(t.c * 7 + t.k))
+                    let cg = t.c / t.group, pad = t.k / 2
+                    let w = (0..<(t.m * cg * t.k * t.k)).map { _ in rng.nextFloat() - 0.5 }
+                    var consts = [Constant(name: "W", tensor: Tensor(w, shape: [t.m, cg, t.k, t.k])),
+                                  Constant(name: "W2", tensor: Tensor(w.reversed(), shape: [t.m, cg, t.k, t.k])),
+                                  Constant(name: "B", tensor: Tensor((0..<t.m).map { _ in rng.nextFloat() }, shape: [t.m])),
+                                  Constant(name: "slopes", tensor: Tensor((0..<t.m).map { _ in rng.nextFloat() }, shape: [t.m, 1, 1])),
+                                  Constant(name: "cb", tensor: Tensor(dtype: dtype, shape: [t.m, 1, 1],
+                                                                      storage: .float((0..<t.m).map { Float($0) / 4 - 1 })))]
+                    for (name, lo) in [("s", Float(0.5)), ("beta", -1), ("mu", -1), ("var", 0.1)] {
+                        consts.append(Constant(name: name, tensor: Tensor((0..<t.m).map { _ in lo + 2 * rng.nextFloat() }, shape: [t.m])))
+                    }
+                    let attrs: [String: Attribute] = ["pads": .ints([pad, pad, pad, pad]), "group": .int(t.group)]
+                    let bn = dtype == .float32
+                    var nodes = [Node(name: "conv", opType: "Conv", inputs: ["x", "W", "B"], outputs: [bn ? "c" : "b"], attributes: attrs)]
+                    if bn { nodes.append(Node(name: "bn", opType: "BatchNormalization", inputs: ["c", "s", "beta", "mu", "var"], outputs: ["b"])) }
+                    switch variant {
+                    case "conv first": nodes.append(Node(name: "add", opType: "Add", inputs: ["b", "x"], outputs: ["r"]))
+                    case "conv second": nodes.append(Node(name: "add", opType: "Add", inputs: ["x", "b"], outputs: ["r"]))
+                    case "two convs":
+                        nodes.append(Node(name: "conv2", opType: "Conv", inputs: ["x", "W2"], outputs: ["d"], attributes: attrs))
+                        nodes.append(Node(name: "add", opType: "Add", inputs: ["b", "d"], outputs: ["r"]))
+                    default: nodes.append(Node(name: "add", opType: "Add", inputs: ["b", "cb"], outputs: ["r"]))
+                    }
+                    nodes.append(bn ? Node(name: "act", opType: "PRelu", inputs: ["r", "slopes"], outputs: ["y"])
+                                    : Node(name: "act", opType: "HardSwish", inputs: ["r"], outputs: ["y"]))
+                    let g = Graph(inputs: [ValueInfo(name: "x", dtype: dtype, shape: [.fixed(1), .fixed(t.c), .fixed(t.hw), .fixed(t.hw)])],
+                                  outputs: [ValueInfo(name: "y", dtype: dtype, shape: nil)], nodes: nodes, constants: consts)
+                    var xs = (0..<(t.c * t.hw * t.hw)).map { _ in rng.nextFloat() * 4 - 2 }
+                    dtype.round(&xs)
+                    let x = Tensor(dtype: dtype, shape: [1, t.c, t.hw, t.hw], storage: .float(xs))
+                    var observed = 0
+                    let fused = try Interpreter(graph: g, options: .init(threads: 2)).run(["x": x]) { _, _ in observed += 1 }["y"]
+                    let exact = try Interpreter(graph: g, options: .init(threads: 2, optimize: false)).run(["x": x])["y"]
+                    let what = "\(variant) on \(t.name), \(dtype)"
+                    XCTAssertEqual(observed, variant == "two convs" ? 2 : 1, what)
+                    XCTAssertEqual(fused?.shape, exact?.shape, what)
+                    XCTAssertEqual(fused?.dtype, dtype, what)
+                    XCTAssertEqual(fused?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern), what)
+                }
+            }
+        }
+    }
+
     /// Identical filters whose fused BatchNormalizations differ are different channels.
     func testIdenticalFiltersWithDifferentBatchNormsStayApart() throws {
         let m = 4, c = 2

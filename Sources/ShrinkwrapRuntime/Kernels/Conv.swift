@@ -34,32 +34,29 @@ extension NNKernels {
         let total = try c.checkedCount(outShape)
         if total == 0 { return [floatTensor([], shape: outShape, dtype: xt.dtype)] }
 
-        let pIn = geo.inputCount, pOut = geo.outputCount, kc = geo.kernelCount
-        let rows = cg * kc
+        let pOut = geo.outputCount, rows = cg * geo.kernelCount
         _ = try c.checkedCount([rows, pOut])
         let threads = c.threads
-        // Set by the interpreter's planner: a BatchNormalization and an activation reading only this Conv, fused
-        // into it. An activation that must see the float16 rounding first runs after it (`late`).
-        let (epilogue, late) = try ConvEpilogue(c, bias: bias, channels: m).splitForRounding(xt.dtype)
+        // Set by the interpreter's planner: a BatchNormalization, a residual Add and an activation reading only
+        // this Conv, fused into it. The residual and the activation run after the Conv as their own kernels when
+        // they would not give the separate nodes' values inside (a residual that broadcasts, float16 rounding).
+        let full = try ConvEpilogue(c, bias: bias, channels: m)
+        let residual = try fusedResidual(c)
+        let inside: Bool
+        if let r = residual?.tensor {
+            inside = xt.dtype == .float32 && r.dtype == .float32 && r.shape == outShape && r.floats != nil
+        } else {
+            inside = xt.dtype == .float32 || (full.activation?.commutesWithRounding ?? true)
+        }
+        let (epilogue, late) = inside ? (full, nil) : full.withoutActivation()
+        let residualValues = inside ? residual?.tensor.floats ?? [] : []
 
         let depthwise = cg == 1 && group == ch && group > 1
-        let pointwise = kc == 1 && geo.strides == [1, 1, 1] && geo.padBegin == [0, 0, 0] && geo.padEnd == [0, 0, 0]
-
-        var y: [Float]
-        if depthwise {
+        var y: [Float] = []
+        residualValues.withUnsafeBufferPointer { rb in
             y = makeFloats(total) { yp in
-                x.withUnsafeBufferPointer { xb in
-                    w.withUnsafeBufferPointer { wb in
-                        guard let xp = xb.baseAddress, let wp = wb.baseAddress else { return }
-                        depthwiseConv(x: xp, w: wp, bias: bias, y: yp, batch: n, channels: ch, multiplier: mg,
-                                      geo: geo, epilogue: epilogue, threads: threads)
-                    }
-                }
-            }
-        } else {
-            y = makeFloats(total) { yp in
-                // sgemm writes each block (beta = 0); one pass over the block while it is
-                // in cache then adds the bias and applies the fused BatchNormalization and Relu.
+                // (An empty array's buffer may still have a base address: bind only a real residual.)
+                let epilogue = rb.count == total ? rb.baseAddress.map { epilogue.adding($0, to: yp) } ?? epilogue : epilogue
                 x.withUnsafeBufferPointer { xb in
                     w.withUnsafeBufferPointer { wb in
                         guard let xp = xb.baseAddress, let wp = wb.baseAddress, rows > 0 else {
@@ -68,56 +65,91 @@ extension NNKernels {
                             epilogue.afterBias(yp, planes: 0..<(n * m), plane: pOut, channels: m)
                             return
                         }
-                        let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo, rows: rows, filters: mg) : 0
-                        if bands > 0 && geo.output[1] > bands {
-                            for b in 0..<n {
-                                for g in 0..<group {
-                                    bandedConv(x: xp + (b * ch + g * cg) * pIn, w: wp + g * mg * rows,
-                                               y: yp + (b * m + g * mg) * pOut, channels: cg, filters: mg, geo: geo,
-                                               pointwise: pointwise, bandRows: bands, epilogue: epilogue, channelOffset: g * mg,
-                                               threads: threads)
-                                }
-                            }
-                            return
-                        }
-                        var col = [Float]()
-                        if !pointwise { col = uninitializedFloats(rows * pOut) }
-                        col.withUnsafeMutableBufferPointer { colb in
-                            for b in 0..<n {
-                                for g in 0..<group {
-                                    let xg = xp + (b * ch + g * cg) * pIn
-                                    let src: UnsafePointer<Float>
-                                    if pointwise {
-                                        src = xg
-                                    } else {
-                                        guard let cp = colb.baseAddress else { return }
-                                        im2col(x: xg, channels: cg, geo: geo, col: cp, threads: threads)
-                                        src = UnsafePointer(cp)
-                                    }
-                                    let block = yp + (b * m + g * mg) * pOut
-                                    GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
-                                               a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: 0,
-                                               c: block, ldc: pOut, threads: threads)
-                                    let blocks = SendablePointer(block)
-                                    parallelChunks(mg, threads: threads, minChunk: max(1, 16384 / max(pOut, 1))) { fs in
-                                        for f in fs { epilogue.apply(blocks.p + f * pOut, count: pOut, channel: g * mg + f) }
-                                    }
-                                }
-                            }
+                        if depthwise {
+                            depthwiseConv(x: xp, w: wp, bias: bias, y: yp, batch: n, channels: ch, multiplier: mg,
+                                          geo: geo, epilogue: epilogue, threads: threads)
+                        } else {
+                            gemmConv(x: xp, w: wp, y: yp, batch: n, channels: ch, filters: m, group: group, geo: geo,
+                                     epilogue: epilogue, threads: threads)
                         }
                     }
                 }
             }
         }
         xt.dtype.round(&y)
-        if let late {
-            y.withUnsafeMutableBufferPointer { b in
-                guard let p = b.baseAddress else { return }
-                for k in 0..<(n * m) { late.apply(p + k * pOut, count: pOut, channel: k % m) }
+        if !inside {
+            var t = Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))
+            if let residual {
+                let add = Node(name: "\(c.node.label) residual", opType: "Add", inputs: ["a", "b"], outputs: ["y"])
+                let operands = residual.convFirst ? [t, residual.tensor] : [residual.tensor, t]
+                t = try ElementwiseKernels.add(KernelContext(node: add, inputs: operands, threads: threads))[0]
             }
-            xt.dtype.round(&y)
+            if let late { t = try late.standalone(t, threads: threads, label: c.node.label) }
+            return [t]
         }
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
+    }
+
+    /// Conv's GEMM paths into `yp`: bands of output rows (2-D and 1-D), else one im2col (or, for
+    /// unpadded stride-1 1×1 convs, the input itself) and one sgemm per batch item and group; each
+    /// output block then takes the epilogue while it is in cache.
+    static func gemmConv(x xp: UnsafePointer<Float>, w wp: UnsafePointer<Float>, y yp: UnsafeMutablePointer<Float>,
+                         batch n: Int, channels ch: Int, filters m: Int, group: Int, geo: WindowGeometry,
+                         epilogue: ConvEpilogue, threads: Int) {
+        let cg = ch / group, mg = m / group
+        let pIn = geo.inputCount, pOut = geo.outputCount, rows = cg * geo.kernelCount
+        let pointwise = geo.kernelCount == 1 && geo.strides == [1, 1, 1] && geo.padBegin == [0, 0, 0] && geo.padEnd == [0, 0, 0]
+        let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo, rows: rows, filters: mg) : 0
+        if bands > 0 && geo.output[1] > bands {
+            for b in 0..<n {
+                for g in 0..<group {
+                    bandedConv(x: xp + (b * ch + g * cg) * pIn, w: wp + g * mg * rows,
+                               y: yp + (b * m + g * mg) * pOut, channels: cg, filters: mg, geo: geo,
+                               pointwise: pointwise, bandRows: bands, epilogue: epilogue, channelOffset: g * mg,
+                               threads: threads)
+                }
+            }
+            return
+        }
+        var col = [Float]()
+        if !pointwise { col = uninitializedFloats(rows * pOut) }
+        col.withUnsafeMutableBufferPointer { colb in
+            for b in 0..<n {
+                for g in 0..<group {
+                    let xg = xp + (b * ch + g * cg) * pIn
+                    let src: UnsafePointer<Float>
+                    if pointwise {
+                        src = xg
+                    } else {
+                        guard let cp = colb.baseAddress else { return }
+                        im2col(x: xg, channels: cg, geo: geo, col: cp, threads: threads)
+                        src = UnsafePointer(cp)
+                    }
+                    let block = yp + (b * m + g * mg) * pOut
+                    GEMM.sgemm(transA: false, transB: false, m: mg, n: pOut, k: rows,
+                               a: wp + g * mg * rows, lda: rows, b: src, ldb: pOut, beta: 0,
+                               c: block, ldc: pOut, threads: threads)
+                    let blocks = SendablePointer(block)
+                    parallelChunks(mg, threads: threads, minChunk: max(1, 16384 / max(pOut, 1))) { fs in
+                        for f in fs { epilogue.apply(blocks.p + f * pOut, count: pOut, channel: g * mg + f) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The planner-internal attribute marking a residual Add fused into a Conv: 1 when the Conv's
+    /// result was the Add's first operand, 2 when the second; the residual is the Conv's input 3.
+    public static let fusedResidualAttribute = "__shrinkwrap_fused_residual"
+
+    /// The residual the planner fused into Conv `c`, and the side the Conv's result took in the Add.
+    static func fusedResidual(_ c: KernelContext) throws -> (tensor: Tensor, convFirst: Bool)? {
+        let side = try c.int(fusedResidualAttribute, default: 0)
+        if side == 0 { return nil }
+        guard side == 1 || side == 2, let r = c.optionalInput(3) else {
+            throw c.badAttribute(fusedResidualAttribute, "needs 1 or 2 and a residual as input 3")
+        }
+        return (r, side == 1)
     }
 
     /// Planner-internal attributes: a fused BatchNormalization's per-channel

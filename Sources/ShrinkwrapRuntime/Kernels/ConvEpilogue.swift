@@ -13,6 +13,10 @@ struct ConvEpilogue {
     let scale: [Float]?
     let shift: [Float]?
     let activation: FusedActivation?
+    /// A residual the planner fused (`Add(conv, r)`), element for element of the output:
+    /// `residual[k]` is added to `output[k]` after the BatchNormalization, before the activation.
+    var residual: UnsafePointer<Float>?
+    var output: UnsafeMutablePointer<Float>?
 
     init(bias: [Float]?, scale: [Float]?, shift: [Float]?, activation: FusedActivation?) {
         self.bias = bias; self.scale = scale; self.shift = shift; self.activation = activation
@@ -27,18 +31,26 @@ struct ConvEpilogue {
         self.init(bias: bias, scale: scale, shift: shift, activation: try FusedActivation(c, channels: channels))
     }
 
-    /// This epilogue without its activation, and the activation, when the activation must wait
-    /// for the result's rounding to `dtype` (float16 values round before the separate node runs).
-    func splitForRounding(_ dtype: DType) -> (ConvEpilogue, FusedActivation?) {
-        guard dtype != .float32, let activation, !activation.commutesWithRounding else { return (self, nil) }
-        return (ConvEpilogue(bias: bias, scale: scale, shift: shift, activation: nil), activation)
+    /// This epilogue without its activation (returned apart), for a result whose residual add and
+    /// activation run after it as their own kernels.
+    func withoutActivation() -> (ConvEpilogue, FusedActivation?) {
+        (ConvEpilogue(bias: bias, scale: scale, shift: shift, activation: nil), activation)
     }
 
-    /// Applies it to `count` values of output channel `channel`, in one pass (two with an
-    /// activation other than Relu).
+    /// The same epilogue adding `residual` (laid out like `output`) to the output it writes.
+    func adding(_ residual: UnsafePointer<Float>, to output: UnsafeMutablePointer<Float>) -> ConvEpilogue {
+        var e = self
+        e.residual = residual
+        e.output = output
+        return e
+    }
+
+    /// Applies it to `count` values of output channel `channel`, in one pass (more with a
+    /// residual or an activation other than Relu).
     @inline(__always)
-    func apply(_ p: UnsafeMutablePointer<Float>, count: Int, channel: Int) {
-        let fusedRelu = activation == .relu, relu = ActivationKernels.ReluF()
+    func apply(_ p: UnsafeMutablePointer<Float>, count: Int, channel: Int, skipBias: Bool = false) {
+        let fusedRelu = activation == .relu && residual == nil, relu = ActivationKernels.ReluF()
+        let bias = skipBias ? nil : self.bias
         let b = bias?[channel] ?? 0
         if let scale, let shift {
             let a = scale[channel], s = shift[channel]
@@ -57,14 +69,17 @@ struct ConvEpilogue {
         } else if fusedRelu {
             for i in 0..<count { p[i] = relu(p[i]) }
         }
+        if let residual, let output {
+            let r = residual + (p - output)
+            for i in 0..<count { p[i] = p[i] + r[i] }
+        }
         if let activation, !fusedRelu { activation.apply(p, count: count, channel: channel) }
     }
 
     /// The part after the bias, on output planes `planes` (each `plane` long) the bias is already in;
     /// plane k belongs to channel k mod `channels`.
     func afterBias(_ y: UnsafeMutablePointer<Float>, planes: Range<Int>, plane: Int, channels: Int) {
-        guard scale != nil || activation != nil else { return }
-        let rest = ConvEpilogue(bias: nil, scale: scale, shift: shift, activation: activation)
-        for k in planes { rest.apply(y + k * plane, count: plane, channel: k % max(channels, 1)) }
+        guard scale != nil || activation != nil || residual != nil else { return }
+        for k in planes { apply(y + k * plane, count: plane, channel: k % max(channels, 1), skipBias: true) }
     }
 }

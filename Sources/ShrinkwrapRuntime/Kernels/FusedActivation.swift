@@ -119,6 +119,36 @@ public enum FusedActivation: Equatable, Sendable {
     /// float16 / bfloat16 result is rounded (monotone clamps at representable bounds).
     var commutesWithRounding: Bool { self == .relu }
 
+    /// The activation as its own node's kernel on `x` (a Conv result whose residual broadcast it
+    /// to another shape, or float16 values): the ops' own kernels, so their exact semantics.
+    func standalone(_ x: Tensor, threads: Int, label: String) throws -> Tensor {
+        var op = "", inputs: [Tensor?] = [x], attributes: [String: Attribute] = [:]
+        if case .string(let name)? = self.attributes[Self.nameAttribute] { op = name }
+        let scalar = { (v: Float) in Tensor(dtype: x.dtype, shape: [], storage: .float([v])) }
+        switch self {
+        case .relu: break
+        case .clip(let lo, let hi): inputs += [scalar(lo), scalar(hi)]
+        case .leakyRelu(let a): attributes["alpha"] = .float(a)
+        case .prelu(let v):
+            // One slope per channel (axis 1): [C, 1, …] against the value's trailing axes.
+            let shape = v.count == 1 ? [1] : [v.count] + [Int](repeating: 1, count: max(x.rank - 2, 0))
+            inputs.append(Tensor(v, shape: shape))  // float32 slopes, as the planner took them
+        case .vector(let f):
+            switch f {
+            case .swish(let a): attributes["alpha"] = .float(a)
+            case .hardSigmoid(let a, let b): attributes = ["alpha": .float(a), "beta": .float(b)]
+            default: break
+            }
+        }
+        guard let kernel = KernelRegistry.kernels[op] else { throw KernelError.noKernel(op: op) }
+        let node = Node(name: "\(label) \(op)", opType: op, inputs: inputs.indices.map { "i\($0)" }, outputs: ["y"],
+                        attributes: attributes)
+        guard let y = try kernel(KernelContext(node: node, inputs: inputs, threads: threads)).first else {
+            throw KernelError.noKernel(op: op)
+        }
+        return y
+    }
+
     /// Applies it in place to `count` values of output channel `channel`.
     @inline(__always)
     func apply(_ p: UnsafeMutablePointer<Float>, count: Int, channel: Int) {
