@@ -255,13 +255,19 @@ struct ExecutionPlanner {
         var remove = Set<Int>()
         let constants = graph
         for (ai, node) in graph.nodes.enumerated() {
-            guard let x = node.input(0), let ci = producer[x], graph.nodes[ci].opType == "Conv", graph.nodes[ci].outputs.count == 1,
-                  r[x] == 1, graph.nodes[ci].attributes[FusedActivation.nameAttribute] == nil,
+            // The Conv value this node reads (Max / Min may take it second); later activations of
+            // the same Conv append to its list.
+            guard let x = node.inputs.first(where: { producer[$0].map { graph.nodes[$0].opType == "Conv" } ?? false }),
+                  let ci = producer[x], graph.nodes[ci].outputs == [x], r[x] == 1,
+                  var list = FusedActivation.fused(in: graph.nodes[ci]),
                   let w = graph.nodes[ci].input(1), let rank = graph.constant(named: w)?.encoding.shape.count,
-                  let activation = FusedActivation(node: node, rank: rank, constant: { constants.constant(named: $0)?.encoding.decoded() })
+                  let activation = FusedActivation(node: node, value: x, rank: rank,
+                                                   constant: { constants.constant(named: $0)?.encoding.decoded() })
             else { continue }
-            graph.nodes[ci].attributes.merge(activation.attributes) { $1 }
+            list.append(activation)
+            graph.nodes[ci].attributes.merge(FusedActivation.attributes(list)) { $1 }
             graph.nodes[ci].outputs = node.outputs
+            producer[node.outputs[0]] = ci
             remove.insert(ai)
         }
         if !remove.isEmpty {

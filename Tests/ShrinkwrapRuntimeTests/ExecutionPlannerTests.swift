@@ -108,19 +108,24 @@ final class ExecutionPlannerTests: XCTestCase {
     func testEveryFusedActivationKeepsTheBitsOnEveryConvPath() throws {
         let six = Constant(name: "six", tensor: Tensor([6], shape: []))
         let zero = Constant(name: "zero", tensor: Tensor([0], shape: []))
-        let activations: [(String, Node)] = [
-            ("Relu", Node(name: "act", opType: "Relu", inputs: ["b"], outputs: ["y"])),
-            ("Clip 0…6", Node(name: "act", opType: "Clip", inputs: ["b", "zero", "six"], outputs: ["y"])),
-            ("Clip max only", Node(name: "act", opType: "Clip", inputs: ["b", "", "six"], outputs: ["y"])),
-            ("LeakyRelu", Node(name: "act", opType: "LeakyRelu", inputs: ["b"], outputs: ["y"], attributes: ["alpha": .float(0.1)])),
-            ("HardSwish", Node(name: "act", opType: "HardSwish", inputs: ["b"], outputs: ["y"])),
-            ("HardSigmoid", Node(name: "act", opType: "HardSigmoid", inputs: ["b"], outputs: ["y"],
-                                 attributes: ["alpha": .float(0.3), "beta": .float(0.4)])),
-            ("Sigmoid", Node(name: "act", opType: "Sigmoid", inputs: ["b"], outputs: ["y"])),
-            ("Tanh", Node(name: "act", opType: "Tanh", inputs: ["b"], outputs: ["y"])),
-            ("PRelu per channel", Node(name: "act", opType: "PRelu", inputs: ["b", "slopes"], outputs: ["y"])),
-            ("PRelu [1, C, 1, 1]", Node(name: "act", opType: "PRelu", inputs: ["b", "slopes4"], outputs: ["y"])),
-            ("PRelu one slope", Node(name: "act", opType: "PRelu", inputs: ["b", "slope"], outputs: ["y"])),
+        let act = { (op: String, inputs: [String], attrs: [String: Attribute]) in [Node(name: "act", opType: op, inputs: inputs, outputs: ["y"], attributes: attrs)] }
+        let activations: [(String, [Node])] = [
+            ("Relu", act("Relu", ["b"], [:])),
+            ("Clip 0…6", act("Clip", ["b", "zero", "six"], [:])),
+            ("Clip max only", act("Clip", ["b", "", "six"], [:])),
+            ("LeakyRelu", act("LeakyRelu", ["b"], ["alpha": .float(0.1)])),
+            ("HardSwish", act("HardSwish", ["b"], [:])),
+            ("HardSigmoid", act("HardSigmoid", ["b"], ["alpha": .float(0.3), "beta": .float(0.4)])),
+            ("Sigmoid", act("Sigmoid", ["b"], [:])),
+            ("Tanh", act("Tanh", ["b"], [:])),
+            ("PRelu per channel", act("PRelu", ["b", "slopes"], [:])),
+            ("PRelu [1, C, 1, 1]", act("PRelu", ["b", "slopes4"], [:])),
+            ("PRelu one slope", act("PRelu", ["b", "slope"], [:])),
+            ("Max scalar second", act("Max", ["b", "lim"], [:])),
+            ("Min scalar first", act("Min", ["lim", "b"], [:])),
+            ("LeakyRelu then Max then Relu", [Node(name: "a1", opType: "LeakyRelu", inputs: ["b"], outputs: ["l"], attributes: ["alpha": .float(0.2)]),
+                                              Node(name: "a2", opType: "Max", inputs: ["l", "lim"], outputs: ["m"]),
+                                              Node(name: "a3", opType: "Relu", inputs: ["m"], outputs: ["y"])]),
         ]
         struct Case { let name: String; let c: Int; let m: Int; let k: Int; let group: Int; let hw: Int }
         let cases = [Case(name: "gemm 3x3", c: 5, m: 7, k: 3, group: 1, hw: 9),
@@ -136,6 +141,7 @@ final class ExecutionPlannerTests: XCTestCase {
                 var consts = [six, zero, Constant(name: "slopes", tensor: Tensor(slopes, shape: [t.m, 1, 1])),
                               Constant(name: "slopes4", tensor: Tensor(slopes, shape: [1, t.m, 1, 1])),
                               Constant(name: "slope", tensor: Tensor([0.25], shape: [1])),
+                              Constant(name: "lim", tensor: Tensor([-0.4], shape: [1, 1, 1, 1])),
                               Constant(name: "W", tensor: Tensor((0..<(t.m * cg * t.k * t.k)).map { _ in rng.nextFloat() - 0.5 },
                                                                  shape: [t.m, cg, t.k, t.k])),
                               Constant(name: "B", tensor: Tensor((0..<t.m).map { _ in rng.nextFloat() }, shape: [t.m]))]
@@ -152,15 +158,16 @@ final class ExecutionPlannerTests: XCTestCase {
                     let nodes = [Node(name: "conv", opType: "Conv", inputs: ["x", "W", "B"], outputs: [bn ? "c" : "b"],
                                       attributes: ["pads": .ints([pad, pad, pad, pad]), "group": .int(t.group)])]
                         + (bn ? [Node(name: "bn", opType: "BatchNormalization", inputs: ["c", "s", "beta", "mu", "var"], outputs: ["b"])] : [])
-                        + [act]
+                        + act
                     let g = Graph(inputs: [ValueInfo(name: "x", dtype: dtype, shape: [.fixed(1), .fixed(t.c), .fixed(t.hw), .fixed(t.hw)])],
                                   outputs: [ValueInfo(name: "y", dtype: dtype, shape: nil)], nodes: nodes, constants: consts)
                     var observed = 0
                     let fused = try Interpreter(graph: g, options: .init(threads: 2)).run(["x": x]) { _, _ in observed += 1 }["y"]
                     let exact = try Interpreter(graph: g, options: .init(threads: 2, optimize: false)).run(["x": x])["y"]
                     let what = "\(label) on \(t.name), \(dtype)"
-                    XCTAssertEqual(observed, 1, "\(what): Conv, BatchNormalization and activation run as one node")
-                    XCTAssertEqual(fused?.dtype, dtype, what)
+                    XCTAssertEqual(observed, 1, "\(what): Conv, BatchNormalization and activations run as one node")
+                    // (A float32 scalar first in Max / Min makes the result float32, fused or not.)
+                    XCTAssertEqual(fused?.dtype, exact?.dtype, what)
                     XCTAssertEqual(fused?.count, t.m * t.hw * t.hw, what)
                     XCTAssertEqual(fused?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern), what)
                 }

@@ -46,9 +46,9 @@ extension NNKernels {
         if let r = residual?.tensor {
             inside = xt.dtype == .float32 && r.dtype == .float32 && r.shape == outShape && r.floats != nil
         } else {
-            inside = xt.dtype == .float32 || (full.activation?.commutesWithRounding ?? true)
+            inside = xt.dtype == .float32 || full.activations.allSatisfy(\.commutesWithRounding)
         }
-        let (epilogue, late) = inside ? (full, nil) : full.withoutActivation()
+        let (epilogue, late) = inside ? (full, []) : full.withoutActivations()
         let residualValues = inside ? residual?.tensor.floats ?? [] : []
 
         let depthwise = cg == 1 && group == ch && group > 1
@@ -84,7 +84,7 @@ extension NNKernels {
                 let operands = residual.convFirst ? [t, residual.tensor] : [residual.tensor, t]
                 t = try ElementwiseKernels.add(KernelContext(node: add, inputs: operands, threads: threads))[0]
             }
-            if let late { t = try late.standalone(t, threads: threads, label: c.node.label) }
+            for a in late { t = try a.standalone(t, threads: threads, label: c.node.label) }
             return [t]
         }
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]

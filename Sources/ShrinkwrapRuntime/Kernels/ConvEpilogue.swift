@@ -12,14 +12,14 @@ struct ConvEpilogue {
     let bias: [Float]?
     let scale: [Float]?
     let shift: [Float]?
-    let activation: FusedActivation?
+    let activations: [FusedActivation]
     /// A residual the planner fused (`Add(conv, r)`), element for element of the output:
     /// `residual[k]` is added to `output[k]` after the BatchNormalization, before the activation.
     var residual: UnsafePointer<Float>?
     var output: UnsafeMutablePointer<Float>?
 
-    init(bias: [Float]?, scale: [Float]?, shift: [Float]?, activation: FusedActivation?) {
-        self.bias = bias; self.scale = scale; self.shift = shift; self.activation = activation
+    init(bias: [Float]?, scale: [Float]?, shift: [Float]?, activations: [FusedActivation]) {
+        self.bias = bias; self.scale = scale; self.shift = shift; self.activations = activations
     }
 
     /// The epilogue of the Conv `c` computes (its planner attributes read and checked against `channels`).
@@ -28,13 +28,13 @@ struct ConvEpilogue {
         guard (scale == nil) == (shift == nil), scale.map({ $0.count == channels }) ?? true, shift.map({ $0.count == channels }) ?? true else {
             throw c.badAttribute(NNKernels.fusedScaleAttribute, "needs a scale and a shift of \(channels) values each")
         }
-        self.init(bias: bias, scale: scale, shift: shift, activation: try FusedActivation(c, channels: channels))
+        self.init(bias: bias, scale: scale, shift: shift, activations: try FusedActivation.list(c, channels: channels))
     }
 
-    /// This epilogue without its activation (returned apart), for a result whose residual add and
-    /// activation run after it as their own kernels.
-    func withoutActivation() -> (ConvEpilogue, FusedActivation?) {
-        (ConvEpilogue(bias: bias, scale: scale, shift: shift, activation: nil), activation)
+    /// This epilogue without its activations (returned apart), for a result whose residual add and
+    /// activations run after it as their own kernels.
+    func withoutActivations() -> (ConvEpilogue, [FusedActivation]) {
+        (ConvEpilogue(bias: bias, scale: scale, shift: shift, activations: []), activations)
     }
 
     /// The same epilogue adding `residual` (laid out like `output`) to the output it writes.
@@ -49,7 +49,7 @@ struct ConvEpilogue {
     /// residual or an activation other than Relu).
     @inline(__always)
     func apply(_ p: UnsafeMutablePointer<Float>, count: Int, channel: Int, skipBias: Bool = false) {
-        let fusedRelu = activation == .relu && residual == nil, relu = ActivationKernels.ReluF()
+        let fusedRelu = activations == [.relu] && residual == nil, relu = ActivationKernels.ReluF()
         let bias = skipBias ? nil : self.bias
         let b = bias?[channel] ?? 0
         if let scale, let shift {
@@ -73,13 +73,13 @@ struct ConvEpilogue {
             let r = residual + (p - output)
             for i in 0..<count { p[i] = p[i] + r[i] }
         }
-        if let activation, !fusedRelu { activation.apply(p, count: count, channel: channel) }
+        if !fusedRelu { for a in activations { a.apply(p, count: count, channel: channel) } }
     }
 
     /// The part after the bias, on output planes `planes` (each `plane` long) the bias is already in;
     /// plane k belongs to channel k mod `channels`.
     func afterBias(_ y: UnsafeMutablePointer<Float>, planes: Range<Int>, plane: Int, channels: Int) {
-        guard scale != nil || activation != nil || residual != nil else { return }
+        guard scale != nil || !activations.isEmpty || residual != nil else { return }
         for k in planes { apply(y + k * plane, count: plane, channel: k % max(channels, 1), skipBias: true) }
     }
 }

@@ -5,8 +5,8 @@ import ShrinkwrapIR
 /// the standalone kernel (`ActivationKernels`' functors, `SIMDKernels`' vector math), element by
 /// element, so a fused activation gives the same bits as the separate node.
 ///
-/// This is the one list of what may be fused: the planner asks `init(node:constant:)`, the kernel
-/// reads back what the planner wrote with `init(attributes:)`.
+/// This is the one list of what may be fused: the planner asks `init(node:value:rank:constant:)`
+/// and writes `attributes(_:)`; the kernel reads them back with `list(_:channels:)`.
 public enum FusedActivation: Equatable, Sendable {
     case relu
     case clip(lo: Float, hi: Float)
@@ -14,16 +14,22 @@ public enum FusedActivation: Equatable, Sendable {
     /// PRelu with one slope per channel (or one for all).
     case prelu(slopes: [Float])
     case vector(SIMDKernels.Unary)
+    /// Max / Min of the value and a constant scalar (`scalarFirst`: the scalar was the first operand).
+    case max(Float, scalarFirst: Bool)
+    case min(Float, scalarFirst: Bool)
 
-    /// The planner-internal attributes a fused activation is written to: the op type, and its parameters.
+    /// The planner-internal attributes fused activations are written to, in the order they run:
+    /// their op types, their parameters one after another, and how many parameters each has.
     public static let nameAttribute = "__shrinkwrap_fused_activation"
     public static let parametersAttribute = "__shrinkwrap_fused_activation_parameters"
+    public static let countsAttribute = "__shrinkwrap_fused_activation_counts"
 
-    /// The activation `node` computes on a rank-`rank` NCHW value, when it is a single-output float
-    /// activation whose parameters are known at load time (`constant` gives constant inputs, e.g.
-    /// Clip's bounds, PRelu's slopes).
-    public init?(node: Node, rank: Int, constant: (String) -> Tensor?) {
-        guard node.outputs.count == 1, let x = node.input(0), !x.isEmpty else { return nil }
+    /// The activation `node` computes on `value`, a rank-`rank` NCHW value, when it is a
+    /// single-output float activation whose parameters are known at load time (`constant` gives
+    /// constant inputs, e.g. Clip's bounds, PRelu's slopes, Max's scalar).
+    public init?(node: Node, value: String, rank: Int, constant: (String) -> Tensor?) {
+        guard node.outputs.count == 1, !value.isEmpty, node.inputs.contains(value) else { return nil }
+        if !["Max", "Min"].contains(node.opType) && node.inputs.first != value { return nil }
         func float(_ key: String, _ def: Float) -> Float? {
             switch node.attributes[key] {
             case nil: return def
@@ -48,6 +54,12 @@ public enum FusedActivation: Equatable, Sendable {
                 else { return nil }
             }
             self = .prelu(slopes: v)
+        case "Max" where node.inputs.count == 2, "Min" where node.inputs.count == 2:
+            // The value and a constant scalar (either side) that does not widen the value's rank.
+            guard node.inputs.filter({ $0 == value }).count == 1, let side = node.inputs.firstIndex(where: { $0 != value }),
+                  let t = constant(node.inputs[side]), t.dtype == .float32, t.count == 1, t.rank <= rank,
+                  let v = t.floats?.first else { return nil }
+            self = node.opType == "Max" ? .max(v, scalarFirst: side == 0) : .min(v, scalarFirst: side == 0)
         case "HardSwish" where node.inputs.count == 1: self = .vector(.hardSwish)
         case "Sigmoid" where node.inputs.count == 1: self = .vector(.sigmoid)
         case "Tanh" where node.inputs.count == 1: self = .vector(.tanh)
@@ -66,53 +78,77 @@ public enum FusedActivation: Equatable, Sendable {
         }
     }
 
-    /// The planner attributes that name this activation.
-    public var attributes: [String: Attribute] {
+    /// The op type and parameters this activation is written as.
+    var encoded: (name: String, parameters: [Float]) {
         switch self {
-        case .relu: return [Self.nameAttribute: .string("Relu")]
-        case .clip(let lo, let hi): return [Self.nameAttribute: .string("Clip"), Self.parametersAttribute: .floats([lo, hi])]
-        case .leakyRelu(let a): return [Self.nameAttribute: .string("LeakyRelu"), Self.parametersAttribute: .floats([a])]
-        case .prelu(let v): return [Self.nameAttribute: .string("PRelu"), Self.parametersAttribute: .floats(v)]
+        case .relu: return ("Relu", [])
+        case .clip(let lo, let hi): return ("Clip", [lo, hi])
+        case .leakyRelu(let a): return ("LeakyRelu", [a])
+        case .prelu(let v): return ("PRelu", v)
+        case .max(let v, let first): return ("Max", [v, first ? 1 : 0])
+        case .min(let v, let first): return ("Min", [v, first ? 1 : 0])
         case .vector(let f):
             switch f {
-            case .hardSwish: return [Self.nameAttribute: .string("HardSwish")]
-            case .sigmoid: return [Self.nameAttribute: .string("Sigmoid")]
-            case .tanh: return [Self.nameAttribute: .string("Tanh")]
-            case .exp: return [Self.nameAttribute: .string("Exp")]
-            case .swish(let a): return [Self.nameAttribute: .string("Swish"), Self.parametersAttribute: .floats([a])]
-            case .hardSigmoid(let a, let b):
-                return [Self.nameAttribute: .string("HardSigmoid"), Self.parametersAttribute: .floats([a, b])]
+            case .hardSwish: return ("HardSwish", [])
+            case .sigmoid: return ("Sigmoid", [])
+            case .tanh: return ("Tanh", [])
+            case .exp: return ("Exp", [])
+            case .swish(let a): return ("Swish", [a])
+            case .hardSigmoid(let a, let b): return ("HardSigmoid", [a, b])
             }
         }
     }
 
-    /// What the planner wrote into a node with `channels` output channels (nil when it fused none);
-    /// throws on anything else.
-    init?(_ c: KernelContext, channels: Int) throws {
-        guard c.node.attributes[Self.nameAttribute] != nil else { return nil }
-        let name = try c.string(Self.nameAttribute, default: "")
-        let p = try c.floats(Self.parametersAttribute) ?? []
-        func parameters(_ n: Int) throws -> [Float] {
-            guard p.count == n else { throw c.badAttribute(Self.parametersAttribute, "\(name) needs \(n) value(s), got \(p.count)") }
-            return p
+    /// The planner attributes for `list`, run in order.
+    public static func attributes(_ list: [FusedActivation]) -> [String: Attribute] {
+        let e = list.map(\.encoded)
+        return [nameAttribute: .strings(e.map(\.name)), parametersAttribute: .floats(e.flatMap(\.parameters)),
+                countsAttribute: .ints(e.map(\.parameters.count))]
+    }
+
+    /// The activations the planner already fused into `node` (empty for none; nil when unreadable).
+    public static func fused(in node: Node, channels: Int? = nil) -> [FusedActivation]? {
+        guard node.attributes[nameAttribute] != nil else { return [] }
+        guard case .strings(let names)? = node.attributes[nameAttribute], case .ints(let counts)? = node.attributes[countsAttribute],
+              counts.count == names.count, counts.allSatisfy({ $0 >= 0 }) else { return nil }
+        var params: [Float] = []
+        if case .floats(let v)? = node.attributes[parametersAttribute] { params = v }
+        guard counts.reduce(0, +) == params.count else { return nil }
+        var list: [FusedActivation] = [], at = 0
+        for (name, n) in zip(names, counts) {
+            guard let a = FusedActivation(name: name, parameters: Array(params[at..<(at + n)]), channels: channels) else { return nil }
+            list.append(a)
+            at += n
         }
-        switch name {
-        case "Relu": self = .relu
-        case "Clip": let v = try parameters(2); self = .clip(lo: v[0], hi: v[1])
-        case "LeakyRelu": self = .leakyRelu(alpha: try parameters(1)[0])
-        case "PRelu":
-            guard p.count == 1 || p.count == channels else {
-                throw c.badAttribute(Self.parametersAttribute, "PRelu needs 1 or \(channels) slopes, got \(p.count)")
-            }
-            self = .prelu(slopes: p)
-        case "HardSwish": self = .vector(.hardSwish)
-        case "Sigmoid": self = .vector(.sigmoid)
-        case "Tanh": self = .vector(.tanh)
-        case "Exp": self = .vector(.exp)
-        case "Swish": self = .vector(.swish(alpha: try parameters(1)[0]))
-        case "HardSigmoid": let v = try parameters(2); self = .vector(.hardSigmoid(alpha: v[0], beta: v[1]))
-        default: throw c.badAttribute(Self.nameAttribute, "names no fusable activation: '\(name)'")
+        return list
+    }
+
+    /// The activation written as `name` and `p`, checked (PRelu: 1 slope or `channels` when given).
+    init?(name: String, parameters p: [Float], channels: Int?) {
+        switch (name, p.count) {
+        case ("Relu", 0): self = .relu
+        case ("Clip", 2): self = .clip(lo: p[0], hi: p[1])
+        case ("LeakyRelu", 1): self = .leakyRelu(alpha: p[0])
+        case ("PRelu", let n) where n == 1 || (n > 0 && (channels == nil || n == channels)): self = .prelu(slopes: p)
+        case ("Max", 2): self = .max(p[0], scalarFirst: p[1] != 0)
+        case ("Min", 2): self = .min(p[0], scalarFirst: p[1] != 0)
+        case ("HardSwish", 0): self = .vector(.hardSwish)
+        case ("Sigmoid", 0): self = .vector(.sigmoid)
+        case ("Tanh", 0): self = .vector(.tanh)
+        case ("Exp", 0): self = .vector(.exp)
+        case ("Swish", 1): self = .vector(.swish(alpha: p[0]))
+        case ("HardSigmoid", 2): self = .vector(.hardSigmoid(alpha: p[0], beta: p[1]))
+        default: return nil
         }
+    }
+
+    /// What the planner wrote into a node with `channels` output channels (empty when it fused
+    /// none); throws when the attributes do not read back.
+    static func list(_ c: KernelContext, channels: Int) throws -> [FusedActivation] {
+        guard let list = fused(in: c.node, channels: channels) else {
+            throw c.badAttribute(nameAttribute, "fused activations that do not read back (names, parameters and counts must agree)")
+        }
+        return list
     }
 
     /// Whether f(round₁₆(x)) = round₁₆(f(x)) for every x, so the activation may run before a
@@ -122,16 +158,19 @@ public enum FusedActivation: Equatable, Sendable {
     /// The activation as its own node's kernel on `x` (a Conv result whose residual broadcast it
     /// to another shape, or float16 values): the ops' own kernels, so their exact semantics.
     func standalone(_ x: Tensor, threads: Int, label: String) throws -> Tensor {
-        var op = "", inputs: [Tensor?] = [x], attributes: [String: Attribute] = [:]
-        if case .string(let name)? = self.attributes[Self.nameAttribute] { op = name }
+        let op = encoded.name
+        var inputs: [Tensor?] = [x], attributes: [String: Attribute] = [:]
         let scalar = { (v: Float) in Tensor(dtype: x.dtype, shape: [], storage: .float([v])) }
         switch self {
         case .relu: break
         case .clip(let lo, let hi): inputs += [scalar(lo), scalar(hi)]
         case .leakyRelu(let a): attributes["alpha"] = .float(a)
+        case .max(let v, let first), .min(let v, let first):
+            let k = Tensor([v], shape: [])  // float32, as the planner took it
+            inputs = first ? [k, x] : [x, k]
         case .prelu(let v):
             // One slope per channel (axis 1): [C, 1, …] against the value's trailing axes.
-            let shape = v.count == 1 ? [1] : [v.count] + [Int](repeating: 1, count: max(x.rank - 2, 0))
+            let shape = v.count == 1 ? [1] : [v.count] + [Int](repeating: 1, count: Swift.max(x.rank - 2, 0))
             inputs.append(Tensor(v, shape: shape))  // float32 slopes, as the planner took them
         case .vector(let f):
             switch f {
@@ -162,6 +201,12 @@ public enum FusedActivation: Equatable, Sendable {
         case .leakyRelu(let alpha):
             let f = ActivationKernels.LeakyReluF(alpha: alpha)
             for i in 0..<count { p[i] = f(p[i]) }
+        case .max(let v, let first):
+            let f = EWOps.MaxF()
+            if first { for i in 0..<count { p[i] = f(v, p[i]) } } else { for i in 0..<count { p[i] = f(p[i], v) } }
+        case .min(let v, let first):
+            let f = EWOps.MinF()
+            if first { for i in 0..<count { p[i] = f(v, p[i]) } } else { for i in 0..<count { p[i] = f(p[i], v) } }
         case .prelu(let slopes):
             let k = slopes.count == 1 ? slopes[0] : slopes[channel % slopes.count]
             let f = ActivationKernels.PReluF()
