@@ -1,5 +1,5 @@
 import ShrinkwrapIR
-import ShrinkwrapRuntime
+@testable import ShrinkwrapRuntime
 import ShrinkwrapTestSupport
 import XCTest
 
@@ -63,6 +63,39 @@ final class ElementwiseChainTests: XCTestCase {
             XCTAssertEqual(fused?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern), "\(dtype)")
             XCTAssertTrue(exact?.floats?.contains { $0 != 0 && $0.isFinite } ?? false, "\(dtype): the chain computes something")
         }
+    }
+
+    /// Operands that broadcast along one run of axes (a bias per channel, a row, a plane, one per
+    /// batch item) are spread over each block; other broadcasts (two separate runs) run node by node.
+    /// Every case against the separate nodes, bit for bit, with blocks that cut through the repeats.
+    func testBroadcastingOperandsKeepTheBits() throws {
+        let full = [2, 3, 37, 45]
+        for shape in [[3, 1, 1], [45], [1, 37, 1], [37, 45], [2, 1, 1, 1], [1, 3, 37, 45], [3, 1, 45], [2, 1, 37, 1]] {
+            let g = graph([Node(name: "add", opType: "Add", inputs: ["x", "z"], outputs: ["a"]),
+                           Node(name: "tanh", opType: "Tanh", inputs: ["a"], outputs: ["t"]),
+                           Node(name: "mul", opType: "Mul", inputs: ["z", "t"], outputs: ["y"])],
+                          inputs: [("x", .float32, full), ("z", .float32, shape)], constants: [])
+            let (fused, exact, observed) = try both(g, ["x": tensor(.float32, full, seed: 5), "z": tensor(.float32, shape, seed: 6)])
+            XCTAssertEqual(observed, 1, "\(shape)")
+            XCTAssertEqual(fused?.shape, full, "\(shape)")
+            XCTAssertEqual(fused?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern), "\(shape)")
+            // Which path ran: one run of broadcast axes is fused; [3, 1, 45] and [2, 1, 37, 1] are not.
+            let chain = Node(name: "chain", opType: ElementwiseChain.opType, inputs: ["x", "z"], outputs: ["y"],
+                             attributes: [ElementwiseChain.opsAttribute: .strings(["Add", "Tanh", "Mul"]),
+                                          ElementwiseChain.operandsAttribute: .ints([0, 1, -1, 2, -1, -1, 1, 3, -1]),
+                                          ElementwiseChain.parametersAttribute: .floats([Float](repeating: 0, count: 6))])
+            let c = KernelContext(node: chain, inputs: [tensor(.float32, full, seed: 5), tensor(.float32, shape, seed: 6)], threads: 2)
+            let ran = try ElementwiseChain.runFused(c, ElementwiseChain.program(c))
+            XCTAssertEqual(ran == nil, [[3, 1, 45], [2, 1, 37, 1]].contains(shape), "\(shape)")
+            XCTAssertEqual(ran?.floats?.map(\.bitPattern) ?? exact?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern), "\(shape)")
+        }
+        // The broadcast shape can also come from the smaller-looking input.
+        let g = graph([Node(name: "sub", opType: "Sub", inputs: ["x", "z"], outputs: ["a"]),
+                       Node(name: "relu", opType: "Relu", inputs: ["a"], outputs: ["y"])],
+                      inputs: [("x", .float32, [5, 1]), ("z", .float32, [1, 7])], constants: [])
+        let (fused, exact, _) = try both(g, ["x": tensor(.float32, [5, 1], seed: 7), "z": tensor(.float32, [1, 7], seed: 8)])
+        XCTAssertEqual(fused?.shape, [5, 7])
+        XCTAssertEqual(fused?.floats?.map(\.bitPattern), exact?.floats?.map(\.bitPattern))
     }
 
     /// A value the chain would hide but something else reads ends the chain there; a per-channel

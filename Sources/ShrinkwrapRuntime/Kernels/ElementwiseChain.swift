@@ -120,35 +120,40 @@ extension ElementwiseChain {
 
     /// The chain in one pass per block, or nil when its inputs do not allow it.
     static func runFused(_ c: KernelContext, _ steps: [Step]) throws -> Tensor? {
-        var full: [Int]?, dtype: DType?
+        var dtype: DType?
         var arrays: [[Float]] = []
+        var shapes: [[Int]] = []  // every value's shape: the inputs', then each step's
         for t in c.inputs {
             guard let t, let f = t.floats else { return nil }
             if let d = dtype, d != t.dtype { return nil }
             dtype = t.dtype
-            if t.count != 1 {
-                if let s = full, s != t.shape { return nil }
-                full = t.shape
-            }
             arrays.append(f)
+            shapes.append(t.shape)
         }
-        guard let full, let dtype, c.inputs.allSatisfy({ ($0?.count ?? 0) != 1 || ($0?.rank ?? 0) <= full.count }) else { return nil }
-        // Every value's shape: the full one, or all ones (a scalar that broadcasts).
-        var shapes = c.inputs.map { $0?.shape ?? [] }
+        guard let dtype else { return nil }
         for s in steps {
-            let operandShapes = s.operands.filter { $0 >= 0 }.map { shapes[$0] }
             if s.op == "Clip" {
                 // Clip's bounds must be scalar inputs, as its own kernel requires.
                 for v in s.operands.dropFirst() where v >= 0 { guard v < c.inputs.count, arrays[v].count == 1 else { return nil } }
                 shapes.append(shapes[s.operands[0]])
-            } else if operandShapes.contains(where: { $0 == full }) {
-                shapes.append(full)
-            } else {
-                shapes.append([Int](repeating: 1, count: operandShapes.map(\.count).max() ?? 0))
+                continue
             }
+            var shape: [Int] = []
+            for v in s.operands where v >= 0 {
+                guard let b = broadcast(shape, shapes[v]) else { return nil }
+                shape = b
+            }
+            shapes.append(shape)
         }
-        guard let outShape = shapes.last, outShape == full else { return nil }
+        guard let full = shapes.last else { return nil }
         let inputCount = c.inputs.count
+        // How each input is read: in place (the full shape), as one value, or repeating (`Repeat`).
+        var repeats: [Repeat?] = []
+        for (v, a) in arrays.enumerated() {
+            if a.count == 1 || shapes[v].reduce(1, *) == full.reduce(1, *) { repeats.append(nil); continue }
+            guard let r = Repeat(shapes[v], in: full) else { return nil }
+            repeats.append(r)
+        }
         // Pow's kernel takes its fast exponents (2, 1, 0.5) when the exponent is one value and the
         // base has the result's shape.
         let fastPow = steps.enumerated().map { k, s in
@@ -164,13 +169,18 @@ extension ElementwiseChain {
             withPointers(arrays) { inputs in
                 let blocks = (n + block - 1) / block
                 parallelChunks(blocks, threads: c.threads, minChunk: max(1, 32768 / block)) { range in
-                    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: block * steps.count)
+                    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: block * (steps.count + inputCount))
                     defer { scratch.deallocate() }
+                    let spread = scratch + block * steps.count  // repeating inputs, spread over the block
                     for b in range {
                         let start = b * block, len = min(block, n - start)
+                        for (v, r) in repeats.enumerated() {
+                            if let r, let p = inputs[v] { r.fill(spread + v * block, from: p, start: start, count: len) }
+                        }
                         func operand(_ v: Int) -> Operand {
                             if v < inputCount {
                                 guard let p = inputs[v] else { return Operand(p: nil, s: 0) }
+                                if repeats[v] != nil { return Operand(p: UnsafePointer(spread + v * block), s: 0) }
                                 return arrays[v].count == 1 ? Operand(p: nil, s: p[0]) : Operand(p: p + start, s: 0)
                             }
                             return Operand(p: UnsafePointer(scratch + (v - inputCount) * block), s: 0)
@@ -185,6 +195,55 @@ extension ElementwiseChain {
             }
         }
         return Tensor(dtype: dtype, shape: full, storage: .float(result))
+    }
+
+    /// The multidirectional broadcast of two shapes (nil when they do not broadcast).
+    static func broadcast(_ a: [Int], _ b: [Int]) -> [Int]? {
+        let r = Swift.max(a.count, b.count)
+        var out = [Int](repeating: 1, count: r)
+        for i in 0..<r {
+            let x = i < r - a.count ? 1 : a[i - (r - a.count)], y = i < r - b.count ? 1 : b[i - (r - b.count)]
+            guard x == y || x == 1 || y == 1 else { return nil }
+            out[i] = x == 1 ? y : x
+        }
+        return out
+    }
+
+    /// An input that broadcasts to the full shape along one run of axes: its elements are the full
+    /// shape's axes [a, b) (the rest 1), so full element i reads element (i / inner) mod count —
+    /// a bias per channel ([C, 1, 1]), a vector along the last axes ([1, 1, W]).
+    struct Repeat {
+        let inner: Int, count: Int
+
+        init?(_ shape: [Int], in full: [Int]) {
+            guard shape.count <= full.count else { return nil }
+            let aligned = [Int](repeating: 1, count: full.count - shape.count) + shape
+            let kept = aligned.indices.filter { aligned[$0] != 1 }
+            guard let a = kept.first, let b = kept.last, kept.count == b - a + 1,
+                  (a...b).allSatisfy({ aligned[$0] == full[$0] }) else { return nil }
+            inner = full[(b + 1)...].reduce(1, *)
+            count = aligned[a...b].reduce(1, *)
+        }
+
+        /// Writes full elements start ..< start + n of the input at `x` into `dst`.
+        func fill(_ dst: UnsafeMutablePointer<Float>, from x: UnsafePointer<Float>, start: Int, count n: Int) {
+            var i = 0, index = (start / inner) % count, run = inner - start % inner
+            while i < n {
+                let len = Swift.min(run, n - i)
+                if inner == 1 {
+                    // A periodic input: copy it in runs up to its end.
+                    let seg = Swift.min(n - i, count - index)
+                    dst.advanced(by: i).update(from: x + index, count: seg)
+                    i += seg
+                    index = 0
+                    continue
+                }
+                dst.advanced(by: i).update(repeating: x[index], count: len)
+                i += len
+                run = inner
+                index = index + 1 == count ? 0 : index + 1
+            }
+        }
     }
 
     /// Calls `body` with the base pointer of each array (nil for an empty one), kept alive for the call.
