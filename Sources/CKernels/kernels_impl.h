@@ -123,6 +123,49 @@ SK_ATTR static void SK_NAME(hardsigmoid)(const float *x, float *y, ptrdiff_t n, 
     }
 }
 
+/// One loop per op and operand kind, so each vectorises on its own.
+#define SK_BINARY_LOOPS(OP, EXPR)                                                                            \
+    if (a && b) {                                                                                          \
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float u = a[i], v = b[i]; y[i] = EXPR; }    \
+    } else if (a) {                                                                                        \
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float u = a[i], v = sb; y[i] = EXPR; }      \
+    } else if (b) {                                                                                        \
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float u = sa, v = b[i]; y[i] = EXPR; }      \
+    } else {                                                                                               \
+        float u = sa, v = sb, r = EXPR;                                                                    \
+        for (ptrdiff_t i = 0; i < n; i++) y[i] = r;                                                        \
+    }
+
+SK_ATTR static void SK_NAME(binary)(int32_t op, const float *a, float sa, const float *b, float sb, float *y, ptrdiff_t n) {
+    switch (op) {
+    case SK_ADD: SK_BINARY_LOOPS(op, u + v) break;
+    case SK_SUB: SK_BINARY_LOOPS(op, u - v) break;
+    case SK_MUL: SK_BINARY_LOOPS(op, u * v) break;
+    case SK_DIV: SK_BINARY_LOOPS(op, u / v) break;
+    case SK_MAX: SK_BINARY_LOOPS(op, (u != u || u >= v) ? u : v) break;
+    case SK_MIN: SK_BINARY_LOOPS(op, (u != u || u <= v) ? u : v) break;
+    default: break;
+    }
+}
+
+SK_ATTR static void SK_NAME(unary_simple)(int32_t op, const float *x, float *y, ptrdiff_t n, float p0, float p1) {
+    switch (op) {
+    case SK_RELU:
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float v = x[i]; y[i] = v > 0 ? v : (v != v ? v : 0.0f); }
+        break;
+    case SK_NEG: SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) y[i] = -x[i]; break;
+    case SK_ABS: SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) y[i] = __builtin_fabsf(x[i]); break;
+    case SK_RECIPROCAL: SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
+    case SK_CLIP:
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float m = x[i] < p0 ? p0 : x[i]; y[i] = m > p1 ? p1 : m; }
+        break;
+    case SK_LEAKY_RELU:
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float v = x[i]; y[i] = v >= 0 ? v : p0 * v; }
+        break;
+    default: break;
+    }
+}
+
 /// The valid output range [lo, hi) along one axis for a tap at input offset `off` (input index
 /// o·stride + off inside [0, limit)).
 SK_INL void SK_NAME(validRange)(ptrdiff_t off, ptrdiff_t stride, ptrdiff_t limit, ptrdiff_t count, ptrdiff_t *lo,
@@ -164,3 +207,4 @@ SK_ATTR static void SK_NAME(depthwise)(const float *x, ptrdiff_t ih, ptrdiff_t i
 }
 
 #undef SK_INL
+#undef SK_BINARY_LOOPS

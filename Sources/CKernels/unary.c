@@ -48,6 +48,13 @@ void sk_hardsigmoid(int32_t level, const float *x, float *y, ptrdiff_t n, float 
     SK_DISPATCH(hardsigmoid, x, y, n, alpha, beta)
 }
 
+void sk_binary(int32_t level, int32_t op, const float *a, float sa, const float *b, float sb, float *y, ptrdiff_t n) {
+    SK_DISPATCH(binary, op, a, sa, b, sb, y, n)
+}
+void sk_unary_simple(int32_t level, int32_t op, const float *x, float *y, ptrdiff_t n, float p0, float p1) {
+    SK_DISPATCH(unary_simple, op, x, y, n, p0, p1)
+}
+
 void sk_depthwise_plane(int32_t level, const float *x, ptrdiff_t ih, ptrdiff_t iw, const float *w, ptrdiff_t kh,
                         ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh,
                         ptrdiff_t dw, float bias, float *y, ptrdiff_t oh, ptrdiff_t ow) {

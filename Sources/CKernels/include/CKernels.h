@@ -61,6 +61,17 @@ void sk_hardswish(int32_t level, const float *x, float *y, ptrdiff_t n);
 /// max(0, min(1, alpha · x + beta)) (NaN gives 1 as Swift's min / max do): same bits on every level.
 void sk_hardsigmoid(int32_t level, const float *x, float *y, ptrdiff_t n, float alpha, float beta);
 
+/// Elementwise arithmetic of the interpreter's chains, each element exactly Swift's (and C's) float
+/// operation, so every level gives the same bits. `a` / `b` NULL: that operand is the scalar `sa` / `sb`.
+/// y may equal a or b (no other overlap).
+enum { SK_ADD = 0, SK_SUB = 1, SK_MUL = 2, SK_DIV = 3, SK_MAX = 4, SK_MIN = 5 };
+/// max / min: a when a is NaN or a ≥ b (a ≤ b), else b — the interpreter's Max / Min.
+void sk_binary(int32_t level, int32_t op, const float *a, float sa, const float *b, float sb, float *y, ptrdiff_t n);
+enum { SK_RELU = 0, SK_NEG = 1, SK_ABS = 2, SK_RECIPROCAL = 4, SK_CLIP = 5, SK_LEAKY_RELU = 6 };
+/// relu: x > 0 ? x : (NaN stays, else 0); clip: min(max(x, p0), p1) with x < p0 → p0 then > p1 → p1;
+/// leaky relu: x ≥ 0 ? x : p0 · x. y may equal x.
+void sk_unary_simple(int32_t level, int32_t op, const float *x, float *y, ptrdiff_t n, float p0, float p1);
+
 /// Conversions for Cast: int64 → float (round to nearest), int32 → float, float → int64 truncated toward
 /// zero (NaN → 0, saturating at the int64 range).
 void sk_i64_to_f32(const int64_t *x, float *y, ptrdiff_t n);

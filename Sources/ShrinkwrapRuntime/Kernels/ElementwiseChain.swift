@@ -1,3 +1,4 @@
+import CKernels
 import ShrinkwrapIR
 
 /// A run of float elementwise nodes the interpreter's planner merged into one node
@@ -271,6 +272,21 @@ extension ElementwiseChain {
         if let p = a.p { for i in 0..<n { y[i] = f(p[i]) } } else { y.update(repeating: f(a.s), count: n) }
     }
 
+    /// A binary step on CKernels' vector loops (the same float operation as `EWOps`' functors).
+    static func vectorBinary(_ op: Int, _ a: Operand, _ b: Operand, _ y: UnsafeMutablePointer<Float>, _ n: Int) {
+        sk_binary(SIMDKernels.level, Int32(op), a.p, a.s, b.p, b.s, y, n)
+    }
+
+    /// A simple unary step on CKernels' vector loops (`ActivationKernels` / `EWOps` arithmetic).
+    static func vectorUnary(_ op: Int, _ a: Operand, _ y: UnsafeMutablePointer<Float>, _ n: Int, _ p0: Float = 0, _ p1: Float = 0) {
+        if let p = a.p {
+            sk_unary_simple(SIMDKernels.level, Int32(op), p, y, n, p0, p1)
+        } else {
+            y.update(repeating: a.s, count: n)
+            sk_unary_simple(SIMDKernels.level, Int32(op), UnsafePointer(y), y, n, p0, p1)
+        }
+    }
+
     static func vector(_ f: SIMDKernels.Unary, _ a: Operand, _ y: UnsafeMutablePointer<Float>, _ n: Int) {
         if let p = a.p {
             SIMDKernels.apply(f, p, y, count: n)
@@ -286,12 +302,12 @@ extension ElementwiseChain {
         guard let a = args[0] else { return }
         let b = args.count > 1 ? args[1] : nil
         switch s.op {
-        case "Add": if let b { binary(EWOps.AddF(), a, b, y, n) }
-        case "Sub": if let b { binary(EWOps.SubF(), a, b, y, n) }
-        case "Mul": if let b { binary(EWOps.MulF(), a, b, y, n) }
-        case "Div": if let b { binary(EWOps.DivF(), a, b, y, n) }
-        case "Max": if let b { binary(EWOps.MaxF(), a, b, y, n) }
-        case "Min": if let b { binary(EWOps.MinF(), a, b, y, n) }
+        case "Add": if let b { vectorBinary(SK_ADD, a, b, y, n) }
+        case "Sub": if let b { vectorBinary(SK_SUB, a, b, y, n) }
+        case "Mul": if let b { vectorBinary(SK_MUL, a, b, y, n) }
+        case "Div": if let b { vectorBinary(SK_DIV, a, b, y, n) }
+        case "Max": if let b { vectorBinary(SK_MAX, a, b, y, n) }
+        case "Min": if let b { vectorBinary(SK_MIN, a, b, y, n) }
         case "Pow":
             guard let b else { return }
             switch fastPow ? b[0] : .nan {
@@ -300,17 +316,17 @@ extension ElementwiseChain {
             case 0.5: unary(EWOps.PowHalf(), a, y, n)
             default: binary(EWOps.PowF(), a, b, y, n)
             }
-        case "Relu": unary(ActivationKernels.ReluF(), a, y, n)
-        case "Neg": unary(EWOps.NegF(), a, y, n)
-        case "Abs": unary(EWOps.AbsF(), a, y, n)
+        case "Relu": vectorUnary(SK_RELU, a, y, n)
+        case "Neg": vectorUnary(SK_NEG, a, y, n)
+        case "Abs": vectorUnary(SK_ABS, a, y, n)
         case "Sqrt": unary(EWOps.SqrtF(), a, y, n)
-        case "Reciprocal": unary(EWOps.RecipF(), a, y, n)
+        case "Reciprocal": vectorUnary(SK_RECIPROCAL, a, y, n)
         case "Erf": unary(EWOps.ErfF(), a, y, n)
-        case "LeakyRelu": unary(ActivationKernels.LeakyReluF(alpha: s.p0), a, y, n)
+        case "LeakyRelu": vectorUnary(SK_LEAKY_RELU, a, y, n, s.p0)
         case "Clip":
             let lo = args.count > 1 ? args[1]?.s ?? -.infinity : -.infinity
             let hi = args.count > 2 ? args[2]?.s ?? .infinity : .infinity
-            unary(ActivationKernels.ClipF(lo: lo, hi: hi), a, y, n)
+            vectorUnary(SK_CLIP, a, y, n, lo, hi)
         case "Exp": vector(.exp, a, y, n)
         case "Tanh": vector(.tanh, a, y, n)
         case "Sigmoid": vector(.sigmoid, a, y, n)
