@@ -27,6 +27,9 @@ import ShrinkwrapIR
 /// 7. Runs of float elementwise nodes run as one `ElementwiseChain` node, block
 ///    by block in cache (`fuseElementwiseChains`).
 ///
+/// 8. Stride-1 Convs with 3, 5 or 7 taps along one axis, or 3 × 3, get their filters in the
+///    Winograd domain once (`useWinogradFilters`); values change by float32 rounding only.
+///
 /// Fusions (2), (4) and (7) keep every float32 value's bits ((7) float16's too); (3) may round a
 /// channel differently (a smaller GEMM blocks differently). `Options.optimize
 /// = false` keeps the graph exactly as imported (the per-layer report uses it
@@ -51,6 +54,7 @@ struct ExecutionPlanner {
         shareDuplicateFilters()
         fuseResidualAdds()
         fuseConvActivations()
+        useWinogradFilters()
         fuseElementwiseChains()
     }
 

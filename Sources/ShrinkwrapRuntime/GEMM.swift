@@ -29,6 +29,16 @@ public enum GEMM {
         return "Shrinkwrap \(SIMDKernels.name(SIMDKernels.level))"
     }
 
+    /// Whether the backend multiplies small products (M·N·K ≤ 100³) without packing its operands
+    /// (OpenBLAS 0.3's small-matrix kernels): callers that split a GEMM may then prefer small calls.
+    public static var packsSmallProducts: Bool {
+        #if canImport(Accelerate)
+        return false
+        #else
+        return !forcePortable && OpenBLAS.shared != nil
+        #endif
+    }
+
     /// Set to true to force Shrinkwrap's own kernel (tests compare backends).
     nonisolated(unsafe) public static var forcePortable = false
 

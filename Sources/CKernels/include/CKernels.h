@@ -72,6 +72,17 @@ enum { SK_RELU = 0, SK_NEG = 1, SK_ABS = 2, SK_RECIPROCAL = 4, SK_CLIP = 5, SK_L
 /// leaky relu: x ≥ 0 ? x : p0 · x. y may equal x.
 void sk_unary_simple(int32_t level, int32_t op, const float *x, float *y, ptrdiff_t n, float p0, float p1);
 
+/// One step of a Winograd transform over n elements: out[k][t] = sum over i of mat[k·nin + i] · in[i][t]
+/// for k < nout, t < n. Terms with a zero coefficient are skipped; the others are added in order of i, each
+/// a rounded multiply then a rounded add (so every level gives the same bits). No out row may overlap an in row.
+void sk_wino_combine(int32_t level, const float *mat, ptrdiff_t nout, ptrdiff_t nin, const float *const *in,
+                     float *const *out, ptrdiff_t n);
+
+/// A row split by phase for a Winograd transform along it: ph[p·stride + q] = x[start + q·m + p] for q < count
+/// and p < m, zero where start + q·m + p is outside 0 ..< width (a copy: the same bits on every level).
+void sk_wino_phases(int32_t level, const float *x, ptrdiff_t width, ptrdiff_t start, ptrdiff_t m, ptrdiff_t count,
+                    float *ph, ptrdiff_t stride);
+
 /// Conversions for Cast: int64 → float (round to nearest), int32 → float, float → int64 truncated toward
 /// zero (NaN → 0, saturating at the int64 range).
 void sk_i64_to_f32(const int64_t *x, float *y, ptrdiff_t n);

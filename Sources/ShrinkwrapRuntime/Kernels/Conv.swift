@@ -52,6 +52,7 @@ extension NNKernels {
         let residualValues = inside ? residual?.tensor.floats ?? [] : []
 
         let depthwise = cg == 1 && group == ch && group > 1
+        let winograd = try winogradFilters(c, geo: geo, group: group, channels: ch, filters: m)
         var y: [Float] = []
         residualValues.withUnsafeBufferPointer { rb in
             y = makeFloats(total) { yp in
@@ -65,7 +66,12 @@ extension NNKernels {
                             epilogue.afterBias(yp, planes: 0..<(n * m), plane: pOut, channels: m)
                             return
                         }
-                        if depthwise {
+                        if let (plan, u) = winograd {
+                            u.withUnsafeBufferPointer { ub in
+                                guard let up = ub.baseAddress else { return }
+                                winogradConv(x: xp, u: up, y: yp, batch: n, plan: plan, epilogue: epilogue, threads: threads)
+                            }
+                        } else if depthwise {
                             depthwiseConv(x: xp, w: wp, bias: bias, y: yp, batch: n, channels: ch, multiplier: mg,
                                           geo: geo, epilogue: epilogue, threads: threads)
                         } else {
@@ -136,6 +142,19 @@ extension NNKernels {
                 }
             }
         }
+    }
+
+    /// The Winograd plan and filters of Conv `c` when the planner gave it filters in the Winograd domain
+    /// (input 4) and this call's shapes make them pay; nil to take the other paths.
+    static func winogradFilters(_ c: KernelContext, geo: WindowGeometry, group: Int, channels: Int,
+                                filters: Int) throws -> (WinogradPlan, [Float])? {
+        guard let kernel = try c.ints(winogradAttribute) else { return nil }
+        guard kernel.count == 2, kernel == Array(geo.kernel[1...]), let u = c.optionalInput(4), let uf = u.floats else {
+            throw c.badAttribute(winogradAttribute, "needs the kernel [kh, kw] and the Winograd filters as input 4")
+        }
+        guard group == 1, let plan = WinogradPlan(geo: geo, channels: channels, filters: filters, filterShape: u.shape),
+              plan.pays else { return nil }
+        return (plan, uf)
     }
 
     /// The planner-internal attribute marking a residual Add fused into a Conv: 1 when the Conv's

@@ -1,0 +1,45 @@
+import ShrinkwrapIR
+
+extension ExecutionPlanner {
+    // MARK: 8. Winograd filters
+
+    /// Stride-1, undilated, ungrouped Convs with constant float32 filters of 3, 5 or 7 taps along
+    /// one axis (1-D convolutions, magika's 5-tap one) or 3 × 3 get their filters in the Winograd
+    /// domain once, at load (`NNKernels.winogradFilters`: input 4, marked by
+    /// `NNKernels.winogradAttribute`). The Conv kernel then multiplies α small GEMMs instead of the
+    /// im2col one — F(4, 5): 8 products per 4 outputs instead of 20; F(4×4, 3×3): 36 per 16 instead
+    /// of 144 — when the call's shapes make it pay, else it takes its other paths with the original
+    /// filters. Values change by rounding only (the transforms are exact in real arithmetic; the
+    /// filters' are computed in double precision): a few float32 ulps of the sums.
+    ///
+    /// Convs with fewer than 64 input or output channels keep the direct paths: their α GEMMs are too
+    /// small for the transforms to pay (oww-embedding's 24–72-channel [3, 1] and [1, 3] convs took
+    /// 1.4–2.2 times as long, nudenet's 16- and 32-channel 3 × 3 ones up to 1.14; its 64-channel
+    /// ones at 40 × 40 0.73, magika's 256 → 512 5-tap one 0.47).
+    mutating func useWinogradFilters() {
+        for i in graph.nodes.indices where graph.nodes[i].opType == "Conv" {
+            let n = graph.nodes[i]
+            guard n.outputs.count == 1, n.inputs.count >= 2, n.inputs.count <= 4, n.attributes[NNKernels.winogradAttribute] == nil,
+                  let w = floatConstant(n.inputs[1]), let wf = w.floats, w.rank == 3 || w.rank == 4 else { continue }
+            if case .int(let g)? = n.attributes["group"], g != 1 { continue }
+            let ones = [Int](repeating: 1, count: w.rank - 2)
+            if case .ints(let s)? = n.attributes["strides"], s != ones { continue }
+            if case .ints(let d)? = n.attributes["dilations"], d != ones { continue }
+            let filters = w.shape[0], channels = w.shape[1]
+            let kh = w.rank == 4 ? w.shape[2] : 1, kw = w.shape[w.rank - 1]
+            guard filters >= 64, channels >= 64, let axes = NNKernels.winogradAxes(kh: kh, kw: kw),
+                  axes.h.alpha * axes.w.alpha * filters * channels <= Self.winogradLimit,
+                  let u = NNKernels.winogradFilters(wf, filters: filters, channels: channels, kh: kh, kw: kw) else { continue }
+            let name = freshName("\(n.inputs[1])_winograd")
+            graph.setConstant(Constant(name: name, tensor: u))
+            var conv = n
+            while conv.inputs.count < 4 { conv.inputs.append("") }
+            conv.inputs.append(name)
+            conv.attributes[NNKernels.winogradAttribute] = .ints([kh, kw])
+            graph.nodes[i] = conv
+        }
+    }
+
+    /// Largest Winograd filter tensor made for one Conv (elements): 64 Mi floats, 256 MiB.
+    static let winogradLimit = 1 << 26
+}
