@@ -2,7 +2,8 @@ import ShrinkwrapIR
 
 extension ExecutionPlanner {
     /// Kernels for the node types only the planner writes.
-    static let internalKernels: [String: Kernel] = [ElementwiseChain.opType: ElementwiseChain.kernel]
+    static let internalKernels: [String: Kernel] = [ElementwiseChain.opType: ElementwiseChain.kernel,
+                                                     OneHotMatMul.opType: OneHotMatMul.kernel]
 
     // MARK: 7. elementwise chains
 

@@ -30,6 +30,9 @@ import ShrinkwrapIR
 /// 8. Stride-1 Convs with 3, 5 or 7 taps along one axis, or 3 × 3, get their filters in the
 ///    Winograd domain once (`useWinogradFilters`); values change by float32 rounding only.
 ///
+/// 9. A one-hot encoding times a constant matrix (Equal with 0 ..< K, Cast, MatMul) runs as a row
+///    lookup (`fuseOneHotMatMuls`), with the MatMul's bits.
+///
 /// Fusions (2), (4) and (7) keep every float32 value's bits ((7) float16's too); (3) may round a
 /// channel differently (a smaller GEMM blocks differently). `Options.optimize
 /// = false` keeps the graph exactly as imported (the per-layer report uses it
@@ -55,6 +58,7 @@ struct ExecutionPlanner {
         fuseResidualAdds()
         fuseConvActivations()
         useWinogradFilters()
+        fuseOneHotMatMuls()
         fuseElementwiseChains()
     }
 
