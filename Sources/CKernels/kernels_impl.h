@@ -162,7 +162,33 @@ SK_ATTR static void SK_NAME(unary_simple)(int32_t op, const float *x, float *y, 
     case SK_LEAKY_RELU:
         SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float v = x[i]; y[i] = v >= 0 ? v : p0 * v; }
         break;
+    case SK_PRELU:
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float v = x[i]; y[i] = v < 0 ? p0 * v : v; }
+        break;
     default: break;
+    }
+}
+
+// One pass of a Conv epilogue (see CKernels.h): each step a rounded operation, as the separate kernels do.
+#define SK_EPILOGUE_LOOP(EXPR)                                                                                 \
+    if (r) {                                                                                                   \
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float v = y[i]; v = EXPR; y[i] = v + r[i]; }   \
+    } else if (relu) {                                                                                         \
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) {                                                \
+            float v = y[i]; v = EXPR; y[i] = v > 0 ? v : (v != v ? v : 0.0f);                                  \
+        }                                                                                                      \
+    } else {                                                                                                   \
+        SK_ELEMENTWISE_LOOP for (ptrdiff_t i = 0; i < n; i++) { float v = y[i]; y[i] = EXPR; }                  \
+    }
+
+SK_ATTR static void SK_NAME(conv_epilogue)(float *y, ptrdiff_t n, float b, float a, float s, int32_t flags,
+                                           const float *r) {
+    int relu = (flags & SK_EPILOGUE_RELU) != 0;
+    switch (flags & (SK_EPILOGUE_BIAS | SK_EPILOGUE_AFFINE)) {
+    case SK_EPILOGUE_BIAS | SK_EPILOGUE_AFFINE: SK_EPILOGUE_LOOP((v + b) * a + s) break;
+    case SK_EPILOGUE_BIAS: SK_EPILOGUE_LOOP(v + b) break;
+    case SK_EPILOGUE_AFFINE: SK_EPILOGUE_LOOP(v * a + s) break;
+    default: SK_EPILOGUE_LOOP(v) break;
     }
 }
 

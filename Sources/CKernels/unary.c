@@ -54,6 +54,10 @@ void sk_binary(int32_t level, int32_t op, const float *a, float sa, const float 
 void sk_unary_simple(int32_t level, int32_t op, const float *x, float *y, ptrdiff_t n, float p0, float p1) {
     SK_DISPATCH(unary_simple, op, x, y, n, p0, p1)
 }
+void sk_conv_epilogue(int32_t level, float *y, ptrdiff_t n, float bias, float scale, float shift, int32_t flags,
+                      const float *residual) {
+    SK_DISPATCH(conv_epilogue, y, n, bias, scale, shift, flags, residual)
+}
 
 void sk_depthwise_plane(int32_t level, const float *x, ptrdiff_t ih, ptrdiff_t iw, const float *w, ptrdiff_t kh,
                         ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh,

@@ -67,10 +67,18 @@ void sk_hardsigmoid(int32_t level, const float *x, float *y, ptrdiff_t n, float 
 enum { SK_ADD = 0, SK_SUB = 1, SK_MUL = 2, SK_DIV = 3, SK_MAX = 4, SK_MIN = 5 };
 /// max / min: a when a is NaN or a ≥ b (a ≤ b), else b — the interpreter's Max / Min.
 void sk_binary(int32_t level, int32_t op, const float *a, float sa, const float *b, float sb, float *y, ptrdiff_t n);
-enum { SK_RELU = 0, SK_NEG = 1, SK_ABS = 2, SK_RECIPROCAL = 4, SK_CLIP = 5, SK_LEAKY_RELU = 6 };
+enum { SK_RELU = 0, SK_NEG = 1, SK_ABS = 2, SK_RECIPROCAL = 4, SK_CLIP = 5, SK_LEAKY_RELU = 6, SK_PRELU = 7 };
 /// relu: x > 0 ? x : (NaN stays, else 0); clip: min(max(x, p0), p1) with x < p0 → p0 then > p1 → p1;
-/// leaky relu: x ≥ 0 ? x : p0 · x. y may equal x.
+/// leaky relu: x ≥ 0 ? x : p0 · x; prelu: x < 0 ? p0 · x : x. y may equal x.
 void sk_unary_simple(int32_t level, int32_t op, const float *x, float *y, ptrdiff_t n, float p0, float p1);
+
+/// A Conv epilogue's first pass over n outputs of one channel, in place: v = y[i]; with SK_EPILOGUE_BIAS
+/// v = v + bias; with SK_EPILOGUE_AFFINE v = v · scale + shift; with a residual v = v + residual[i]; with
+/// SK_EPILOGUE_RELU (never with a residual) relu(v) as sk_unary_simple's. Each step rounded: every level
+/// gives the separate kernels' bits.
+enum { SK_EPILOGUE_BIAS = 1, SK_EPILOGUE_AFFINE = 2, SK_EPILOGUE_RELU = 4 };
+void sk_conv_epilogue(int32_t level, float *y, ptrdiff_t n, float bias, float scale, float shift, int32_t flags,
+                      const float *residual);
 
 /// One step of a Winograd transform over n elements: out[k][t] = sum over i of mat[k·nin + i] · in[i][t]
 /// for k < nout, t < n. Terms with a zero coefficient are skipped; the others are added in order of i, each

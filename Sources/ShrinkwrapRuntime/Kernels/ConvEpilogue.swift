@@ -1,3 +1,4 @@
+import CKernels
 import ShrinkwrapIR
 
 /// What a Conv does to each output block while it is still in cache: add the
@@ -45,34 +46,17 @@ struct ConvEpilogue {
         return e
     }
 
-    /// Applies it to `count` values of output channel `channel`, in one pass (more with a
-    /// residual or an activation other than Relu).
+    /// Applies it to `count` values of output channel `channel`: bias, BatchNormalization, residual
+    /// (and a lone Relu) in one pass on CKernels' vector loop, then any other activation.
     @inline(__always)
     func apply(_ p: UnsafeMutablePointer<Float>, count: Int, channel: Int, skipBias: Bool = false) {
-        let fusedRelu = activations == [.relu] && residual == nil, relu = ActivationKernels.ReluF()
-        let bias = skipBias ? nil : self.bias
-        let b = bias?[channel] ?? 0
-        if let scale, let shift {
-            let a = scale[channel], s = shift[channel]
-            switch (bias != nil, fusedRelu) {
-            case (true, true): for i in 0..<count { p[i] = relu((p[i] + b) * a + s) }
-            case (true, false): for i in 0..<count { p[i] = (p[i] + b) * a + s }
-            case (false, true): for i in 0..<count { p[i] = relu(p[i] * a + s) }
-            case (false, false): for i in 0..<count { p[i] = p[i] * a + s }
-            }
-        } else if bias != nil {
-            if fusedRelu {
-                for i in 0..<count { p[i] = relu(p[i] + b) }
-            } else {
-                for i in 0..<count { p[i] += b }
-            }
-        } else if fusedRelu {
-            for i in 0..<count { p[i] = relu(p[i]) }
-        }
-        if let residual, let output {
-            let r = residual + (p - output)
-            for i in 0..<count { p[i] = p[i] + r[i] }
-        }
+        let fusedRelu = activations == [.relu] && residual == nil
+        var flags: Int32 = fusedRelu ? Int32(SK_EPILOGUE_RELU) : 0
+        var b: Float = 0, a: Float = 1, s: Float = 0
+        if !skipBias, let bias { b = bias[channel]; flags |= Int32(SK_EPILOGUE_BIAS) }
+        if let scale, let shift { a = scale[channel]; s = shift[channel]; flags |= Int32(SK_EPILOGUE_AFFINE) }
+        let r = residual.flatMap { r in output.map { r + (p - $0) } }
+        if flags != 0 || r != nil { sk_conv_epilogue(SIMDKernels.level, p, count, b, a, s, flags, r) }
         if !fusedRelu { for a in activations { a.apply(p, count: count, channel: channel) } }
     }
 

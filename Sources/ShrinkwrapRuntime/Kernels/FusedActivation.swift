@@ -1,3 +1,4 @@
+import CKernels
 import ShrinkwrapIR
 
 /// An activation the interpreter's planner runs inside the node that produces its input (a Conv's
@@ -191,26 +192,20 @@ public enum FusedActivation: Equatable, Sendable {
     /// Applies it in place to `count` values of output channel `channel`.
     @inline(__always)
     func apply(_ p: UnsafeMutablePointer<Float>, count: Int, channel: Int) {
+        // CKernels' vector loops compute the functors' expressions (ActivationKernels.ReluF, ClipF,
+        // LeakyReluF, PReluF, EWOps.MaxF / MinF) element for element: the same bits.
+        let level = SIMDKernels.level
         switch self {
-        case .relu:
-            let f = ActivationKernels.ReluF()
-            for i in 0..<count { p[i] = f(p[i]) }
-        case .clip(let lo, let hi):
-            let f = ActivationKernels.ClipF(lo: lo, hi: hi)
-            for i in 0..<count { p[i] = f(p[i]) }
-        case .leakyRelu(let alpha):
-            let f = ActivationKernels.LeakyReluF(alpha: alpha)
-            for i in 0..<count { p[i] = f(p[i]) }
+        case .relu: sk_unary_simple(level, Int32(SK_RELU), p, p, count, 0, 0)
+        case .clip(let lo, let hi): sk_unary_simple(level, Int32(SK_CLIP), p, p, count, lo, hi)
+        case .leakyRelu(let alpha): sk_unary_simple(level, Int32(SK_LEAKY_RELU), p, p, count, alpha, 0)
         case .max(let v, let first):
-            let f = EWOps.MaxF()
-            if first { for i in 0..<count { p[i] = f(v, p[i]) } } else { for i in 0..<count { p[i] = f(p[i], v) } }
+            if first { sk_binary(level, Int32(SK_MAX), nil, v, p, 0, p, count) } else { sk_binary(level, Int32(SK_MAX), p, 0, nil, v, p, count) }
         case .min(let v, let first):
-            let f = EWOps.MinF()
-            if first { for i in 0..<count { p[i] = f(v, p[i]) } } else { for i in 0..<count { p[i] = f(p[i], v) } }
+            if first { sk_binary(level, Int32(SK_MIN), nil, v, p, 0, p, count) } else { sk_binary(level, Int32(SK_MIN), p, 0, nil, v, p, count) }
         case .prelu(let slopes):
             let k = slopes.count == 1 ? slopes[0] : slopes[channel % slopes.count]
-            let f = ActivationKernels.PReluF()
-            for i in 0..<count { p[i] = f(p[i], k) }
+            sk_unary_simple(level, Int32(SK_PRELU), p, p, count, k, 0)
         case .vector(let f):
             SIMDKernels.apply(f, UnsafePointer(p), p, count: count)
         }
