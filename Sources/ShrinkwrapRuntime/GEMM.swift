@@ -109,19 +109,22 @@ public enum GEMM {
     /// last tile of 232 columns took OpenBLAS 0.3.21's other path on AVX-512
     /// and changed the last 232 of 1000 logits by one ulp).
     static func tiles(m: Int, n: Int, k: Int) -> [Tile] {
-        // At most 8 column tiles of ≥ 256 columns, or 4 row tiles of ≥ 64 rows:
-        // big enough to amortize BLAS packing, enough to balance 2–8 threads.
+        // Up to 8 column tiles of ≥ 64 columns or 4 row tiles of ≥ 16 rows: enough to share between
+        // threads, each still a full call (tiles of ≤ 100³ take OpenBLAS's small kernels, which do
+        // not pack). A column tile reads all of A again, a row tile all of B: the split re-reads the
+        // smaller of the two.
         func roundUp(_ v: Int, _ q: Int) -> Int { (v + q - 1) / q * q }
-        let colBlock = max(256, roundUp((n + 7) / 8, 64))
-        let rowBlock = max(64, roundUp((m + 3) / 4, 16))
+        let colBlock = max(64, roundUp((n + 7) / 8, 32))
+        let rowBlock = max(16, roundUp((m + 3) / 4, 16))
         if m * n * k < 1 << 18 { return [Tile(row: 0, rows: m, col: 0, cols: n)] }
-        if n >= 2 * colBlock {
+        let byColumns = n >= 2 * colBlock, byRows = m >= 2 * rowBlock
+        if byColumns && (!byRows || m <= n) {
             return stride(from: 0, to: n, by: colBlock).map { c0 in
                 let start = min(c0, n - colBlock)
                 return Tile(row: 0, rows: m, col: start, cols: colBlock, skipCols: c0 - start)
             }
         }
-        if m >= 2 * rowBlock {
+        if byRows {
             return stride(from: 0, to: m, by: rowBlock).map { r0 in
                 let start = min(r0, m - rowBlock)
                 return Tile(row: start, rows: rowBlock, col: 0, cols: n, skipRows: r0 - start)

@@ -88,8 +88,9 @@ final class NNKernelTests: XCTestCase {
     /// wide as the input) over enough rows to run in bands: the bands' strided column unfold against a
     /// naive loop, with strides, dilations and pads reaching past both ends.
     func testBandedConvWithOneOutputColumn() throws {
-        for (h, w, k1, k2, s1, d1, p1, p2) in [(600, 1, 5, 1, 1, 1, 2, 0), (700, 1, 3, 1, 2, 2, 3, 0), (520, 3, 4, 3, 1, 1, 1, 0),
-                                               (530, 1, 3, 3, 1, 1, 0, 1)] {
+        // (≥ 2048 outputs: smaller convs unfold whole and tile the GEMM instead of running bands.)
+        for (h, w, k1, k2, s1, d1, p1, p2) in [(2100, 1, 5, 1, 1, 1, 2, 0), (4200, 1, 3, 1, 2, 2, 3, 0), (2100, 3, 4, 3, 1, 1, 1, 0),
+                                               (2100, 1, 3, 3, 1, 1, 0, 1)] {
             let c = 3, m = 4
             let x = random(c * h * w, seed: UInt64(h)), wt = random(m * c * k1 * k2, seed: UInt64(h + 1)), b = random(m, seed: 9)
             let oh = (h + 2 * p1 - d1 * (k1 - 1) - 1) / s1 + 1, ow = (w + 2 * p2 - (k2 - 1) - 1) + 1
@@ -171,9 +172,9 @@ final class NNKernelTests: XCTestCase {
             (2, 8, 5, 5, 4, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),      // pointwise fast path
             (1, 8, 6, 6, 4, 1, 2, [2, 2], [0, 0, 0, 0], [1, 1]),      // strided 1×1
             (1, 3, 10, 10, 2, 4, 1, [3, 2], [1, 2, 0, 3], [2, 1]),
-            // Outputs tall enough for the banded path (several bands of output rows).
-            (1, 5, 70, 9, 7, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
-            (2, 6, 90, 12, 4, 3, 2, [2, 1], [1, 0, 2, 1], [1, 2]),
+            // Outputs big enough for the banded path (≥ 2048: several bands of output rows).
+            (1, 5, 230, 9, 7, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+            (2, 6, 460, 12, 4, 3, 2, [2, 1], [1, 0, 2, 1], [1, 2]),
             (1, 8, 64, 40, 6, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),      // banded pointwise
         ]
         for (i, cfg) in configs.enumerated() {
@@ -189,11 +190,13 @@ final class NNKernelTests: XCTestCase {
     }
 
     func testConvDeterministicAcrossThreads() throws {
-        let xs = [1, 16, 60, 40], ws = [32, 16, 3, 3]  // 60×40 outputs: several bands
-        let x = t(random(xs.reduce(1, *), seed: 7), xs), w = t(random(ws.reduce(1, *), seed: 8), ws)
-        let attrs: [String: Attribute] = ["pads": .ints([1, 1, 1, 1])]
-        let a = try run1("Conv", [x, w], attrs, threads: 1)
-        for th in [2, 3, 4] { XCTAssertEqual(try run1("Conv", [x, w], attrs, threads: th), a, "threads \(th)") }
+        // 60×40 outputs: several bands; 20×20 with 48 filters: one im2col, the GEMM in tiles.
+        for (xs, ws) in [([1, 16, 60, 40], [32, 16, 3, 3]), ([1, 40, 20, 20], [48, 40, 3, 3])] {
+            let x = t(random(xs.reduce(1, *), seed: 7), xs), w = t(random(ws.reduce(1, *), seed: 8), ws)
+            let attrs: [String: Attribute] = ["pads": .ints([1, 1, 1, 1])]
+            let a = try run1("Conv", [x, w], attrs, threads: 1)
+            for th in [2, 3, 4] { XCTAssertEqual(try run1("Conv", [x, w], attrs, threads: th), a, "\(xs) threads \(th)") }
+        }
     }
 
     func testConvFloat16AndEmpty() throws {

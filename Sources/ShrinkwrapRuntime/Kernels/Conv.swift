@@ -105,7 +105,10 @@ extension NNKernels {
         let cg = ch / group, mg = m / group
         let pIn = geo.inputCount, pOut = geo.outputCount, rows = cg * geo.kernelCount
         let pointwise = geo.kernelCount == 1 && geo.strides == [1, 1, 1] && geo.padBegin == [0, 0, 0] && geo.padEnd == [0, 0, 0]
-        let bands = geo.output[0] == 1 && geo.kernel[0] == 1 ? bandRows(geo, rows: rows, filters: mg) : 0
+        // Bands (one im2col slice and GEMM per band, bands shared between threads) when there are
+        // enough of them to balance (about 8 of ≥ 256 columns); smaller outputs unfold whole and split
+        // the GEMM into tiles instead (nudenet's 20 × 20 convs ran as 2 uneven bands).
+        let bands = geo.output[0] == 1 && geo.kernel[0] == 1 && pOut >= 2048 ? bandRows(geo, rows: rows, filters: mg) : 0
         if bands > 0 && geo.output[1] > bands {
             for b in 0..<n {
                 for g in 0..<group {
