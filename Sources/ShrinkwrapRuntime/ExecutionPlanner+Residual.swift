@@ -39,4 +39,36 @@ extension ExecutionPlanner {
         if moved.isEmpty { return }
         graph.nodes = graph.nodes.indices.compactMap { i in moved[i] ?? (removed.contains(i) ? nil : graph.nodes[i]) }
     }
+
+    // MARK: 4b. Conv + SiLU
+
+    /// Sigmoid(c) and Mul(c, Sigmoid(c)) (either order) when they are the only readers of a Conv's
+    /// output c — SiLU spelled out, YOLOv8's activation after every Conv — run in the Conv's epilogue
+    /// as `FusedActivation.silu` (same bits); later activations append after it.
+    mutating func fuseConvSiLUs() {
+        let r = readers()
+        let graphOutputs = Set(graph.outputs.map(\.name))
+        var producer: [String: Int] = [:]
+        for (i, n) in graph.nodes.enumerated() { for o in n.outputs { producer[o] = i } }
+        var sigmoidOf: [String: Int] = [:]  // Conv value → the Sigmoid reading it
+        for (i, n) in graph.nodes.enumerated() where n.opType == "Sigmoid" && n.inputs.count == 1 && n.outputs.count == 1 {
+            sigmoidOf[n.inputs[0]] = i
+        }
+        var remove = Set<Int>()
+        for (mi, mul) in graph.nodes.enumerated() where mul.opType == "Mul" && mul.inputs.count == 2 && mul.outputs.count == 1 {
+            guard let x = mul.inputs.first(where: { sigmoidOf[$0] != nil }), let si = sigmoidOf[x],
+                  let ci = producer[x], !remove.contains(si), !remove.contains(ci) else { continue }
+            let s = graph.nodes[si].outputs[0]
+            guard Set(mul.inputs) == [x, s], r[x] == 2, r[s] == 1, !graphOutputs.contains(x), !graphOutputs.contains(s),
+                  graph.nodes[ci].opType == "Conv", graph.nodes[ci].outputs == [x],
+                  var list = FusedActivation.fused(in: graph.nodes[ci]) else { continue }
+            list.append(.silu)
+            graph.nodes[ci].attributes.merge(FusedActivation.attributes(list)) { $1 }
+            graph.nodes[ci].outputs = mul.outputs
+            remove.formUnion([si, mi])
+        }
+        if !remove.isEmpty {
+            graph.nodes = graph.nodes.enumerated().filter { !remove.contains($0.offset) }.map(\.element)
+        }
+    }
 }

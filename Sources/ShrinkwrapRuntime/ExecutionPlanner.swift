@@ -22,6 +22,8 @@ import ShrinkwrapIR
 ///    Sigmoid, Tanh: `FusedActivation`) that is the only reader of a Conv's output runs
 ///    inside the Conv, on each output block while it is still in cache.
 ///
+/// 4b. SiLU spelled out (Sigmoid(c), Mul(c, ·)) runs inside the Conv c too (`fuseConvSiLUs`).
+///
 /// 5. Loop-invariant values and nodes leave Loop bodies (`hoistLoopInvariants`).
 ///
 /// 7. Runs of float elementwise nodes run as one `ElementwiseChain` node, block
@@ -56,6 +58,7 @@ struct ExecutionPlanner {
         fuseBatchNormIntoConv()
         shareDuplicateFilters()
         fuseResidualAdds()
+        fuseConvSiLUs()
         fuseConvActivations()
         useWinogradFilters()
         fuseOneHotMatMuls()

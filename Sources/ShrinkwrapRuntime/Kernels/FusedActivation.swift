@@ -18,6 +18,10 @@ public enum FusedActivation: Equatable, Sendable {
     /// Max / Min of the value and a constant scalar (`scalarFirst`: the scalar was the first operand).
     case max(Float, scalarFirst: Bool)
     case min(Float, scalarFirst: Bool)
+    /// x · Sigmoid(x) written as two nodes, Sigmoid(x) and Mul(x, ·) (YOLOv8's SiLU): on float32
+    /// values `sk_swish` with α = 1 gives their bits (1 · x = x, then the same sigmoid and product);
+    /// float16 values run the two kernels (one rounding each).
+    case silu
 
     /// The planner-internal attributes fused activations are written to, in the order they run:
     /// their op types, their parameters one after another, and how many parameters each has.
@@ -88,6 +92,7 @@ public enum FusedActivation: Equatable, Sendable {
         case .prelu(let v): return ("PRelu", v)
         case .max(let v, let first): return ("Max", [v, first ? 1 : 0])
         case .min(let v, let first): return ("Min", [v, first ? 1 : 0])
+        case .silu: return ("SiLU", [])
         case .vector(let f):
             switch f {
             case .hardSwish: return ("HardSwish", [])
@@ -133,6 +138,7 @@ public enum FusedActivation: Equatable, Sendable {
         case ("PRelu", let n) where n == 1 || (n > 0 && (channels == nil || n == channels)): self = .prelu(slopes: p)
         case ("Max", 2): self = .max(p[0], scalarFirst: p[1] != 0)
         case ("Min", 2): self = .min(p[0], scalarFirst: p[1] != 0)
+        case ("SiLU", 0): self = .silu
         case ("HardSwish", 0): self = .vector(.hardSwish)
         case ("Sigmoid", 0): self = .vector(.sigmoid)
         case ("Tanh", 0): self = .vector(.tanh)
@@ -159,11 +165,16 @@ public enum FusedActivation: Equatable, Sendable {
     /// The activation as its own node's kernel on `x` (a Conv result whose residual broadcast it
     /// to another shape, or float16 values): the ops' own kernels, so their exact semantics.
     func standalone(_ x: Tensor, threads: Int, label: String) throws -> Tensor {
+        if self == .silu {
+            let sigmoid = try FusedActivation.vector(.sigmoid).standalone(x, threads: threads, label: label)
+            let node = Node(name: "\(label) Mul", opType: "Mul", inputs: ["a", "b"], outputs: ["y"])
+            return try ElementwiseKernels.mul(KernelContext(node: node, inputs: [x, sigmoid], threads: threads))[0]
+        }
         let op = encoded.name
         var inputs: [Tensor?] = [x], attributes: [String: Attribute] = [:]
         let scalar = { (v: Float) in Tensor(dtype: x.dtype, shape: [], storage: .float([v])) }
         switch self {
-        case .relu: break
+        case .relu, .silu: break
         case .clip(let lo, let hi): inputs += [scalar(lo), scalar(hi)]
         case .leakyRelu(let a): attributes["alpha"] = .float(a)
         case .max(let v, let first), .min(let v, let first):
@@ -208,6 +219,8 @@ public enum FusedActivation: Equatable, Sendable {
             sk_unary_simple(level, Int32(SK_PRELU), p, p, count, k, 0)
         case .vector(let f):
             SIMDKernels.apply(f, UnsafePointer(p), p, count: count)
+        case .silu:
+            SIMDKernels.apply(.swish(alpha: 1), UnsafePointer(p), p, count: count)
         }
     }
 }
