@@ -16,7 +16,7 @@ enum OneHotMatMul {
     static let kernel: Kernel = { c in
         let r = try c.input(0), iota = try c.input(2), w = try c.input(3)
         let expandShape = c.optionalInput(1) == nil ? nil : try c.intValues(1)
-        guard let wf = w.floats, w.rank == 2,
+        guard let wf = w.floats, w.rank == 2, expandShape?.allSatisfy({ $0 >= 0 }) ?? true,
               let indices = r.ints, let aShape = expandShape.map({ Broadcast.shape([r.shape, $0]) }) ?? r.shape,
               let eqShape = Broadcast.shape([aShape, iota.shape]), eqShape.count >= 2, r.shape.last == 1,
               eqShape.last == w.shape[0], iota.shape.last == w.shape[0]
@@ -24,6 +24,7 @@ enum OneHotMatMul {
         let k = w.shape[0], n = w.shape[1]
         let outShape = Array(eqShape.dropLast()) + [n]
         let rows = try c.checkedCount(Array(eqShape.dropLast()))
+        _ = try c.checkedCount(outShape)
         // Where each output row's index sits in `r` (broadcast along r's unit axes).
         let strides = Broadcast.strides(of: r.shape, in: eqShape)
         let lead = Array(eqShape.dropLast())
