@@ -75,7 +75,9 @@ final class ExecutionPlannerTests: XCTestCase {
                      Case(name: "banded 1x1", c: 16, m: 24, k: 1, group: 1, hw: 96, bias: true),
                      Case(name: "banded 3x3", c: 8, m: 12, k: 3, group: 1, hw: 96, bias: false),
                      Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11, bias: true),
-                     Case(name: "depthwise no bias", c: 6, m: 6, k: 5, group: 6, hw: 11, bias: false)]
+                     Case(name: "depthwise no bias", c: 6, m: 6, k: 5, group: 6, hw: 11, bias: false),
+                     Case(name: "depthwise, channels in lanes", c: 24, m: 24, k: 3, group: 24, hw: 11, bias: true),
+                     Case(name: "depthwise, channels in lanes, no bias", c: 16, m: 16, k: 5, group: 16, hw: 7, bias: false)]
         for t in cases {
             var rng = SplitMix(seed: UInt64(t.c * 31 + t.k))
             let cg = t.c / t.group
@@ -137,7 +139,9 @@ final class ExecutionPlannerTests: XCTestCase {
                      Case(name: "gemm 1x1, parallel epilogue", c: 32, m: 96, k: 1, group: 1, hw: 14),
                      Case(name: "banded 1x1", c: 16, m: 24, k: 1, group: 1, hw: 96),
                      Case(name: "banded 3x3", c: 8, m: 12, k: 3, group: 1, hw: 96),
-                     Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11)]
+                     Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11),
+                     Case(name: "depthwise, channels in lanes", c: 19, m: 19, k: 3, group: 19, hw: 11),
+                     Case(name: "depthwise, channels in lanes, 8-pixel blocks", c: 16, m: 16, k: 5, group: 16, hw: 7)]
         for dtype in [DType.float32, .float16] {
             for t in cases {
                 var rng = SplitMix(seed: UInt64(t.c * 31 + t.k))
@@ -231,7 +235,8 @@ final class ExecutionPlannerTests: XCTestCase {
         let cases = [Case(name: "gemm 3x3", c: 5, m: 5, k: 3, group: 1, hw: 9),
                      Case(name: "gemm 1x1", c: 32, m: 32, k: 1, group: 1, hw: 14),
                      Case(name: "banded 3x3", c: 8, m: 8, k: 3, group: 1, hw: 96),
-                     Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11)]
+                     Case(name: "depthwise", c: 6, m: 6, k: 3, group: 6, hw: 11),
+                     Case(name: "depthwise, channels in lanes", c: 19, m: 19, k: 3, group: 19, hw: 11)]
         for dtype in [DType.float32, .float16] {
             for t in cases {
                 for variant in ["conv first", "conv second", "two convs", "broadcast"] {

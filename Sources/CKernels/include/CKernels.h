@@ -48,6 +48,42 @@ void sk_depthwise_plane(int32_t level, const float *x, ptrdiff_t ih, ptrdiff_t i
                         ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh,
                         ptrdiff_t dw, float bias, float *y, ptrdiff_t oh, ptrdiff_t ow);
 
+/// Depthwise 2-D convolution of `channels` (1 ... 16) planes at once, channels in the lanes of one vector:
+/// plane c of x starts at x + c·xstride, its filter at w + c·kh·kw, its bias at bias[c] (bias may be NULL:
+/// 0); output rows [o0, o1) of plane c are written at y + c·ystride + o·ow. Per element the arithmetic of
+/// sk_depthwise_plane (the same bits) when sk_depthwise_lanes_usable said so for these weights (`channels`
+/// filters of `taps` taps, all the conv's) and bias — not at a level without the kernel (only AVX-512 has
+/// it), not with a weight that is not finite or a bias of −0; then sk_depthwise_plane per plane.
+/// `epilogue` (NULL: none) then runs on each output, its channel arrays read from `channel0` on.
+/// `scratch` holds sk_depthwise_lanes_scratch(ow, kh, kw, sh, sw, dh, dw, o1 − o0) floats. Returns 0,
+/// doing nothing, for a level without the kernel or arguments out of range (an unknown activation too).
+/// What sk_depthwise_lanes does to each output after the bias, per channel in the lanes, as the
+/// interpreter's separate kernels do it (each step rounded): v = v · scale + shift when `scale` is set
+/// (sk_conv_epilogue's affine step), then `count` activations in order, each as its elementwise kernel:
+/// relu, clip(p0, p1), leaky relu (p0), prelu (slopes per channel, or p0 when `slopes` is NULL),
+/// hardswish, hardsigmoid (alpha p0, beta p1), max / min with the scalar p0 (first operand when p1 ≠ 0).
+/// Arrays are indexed by the conv's channel (sk_depthwise_lanes adds its `channel0`).
+enum { SK_ACT_RELU = 1, SK_ACT_CLIP = 2, SK_ACT_LEAKY_RELU = 3, SK_ACT_PRELU = 4, SK_ACT_HARDSWISH = 5,
+       SK_ACT_HARDSIGMOID = 6, SK_ACT_MAX = 7, SK_ACT_MIN = 8 };
+enum { SK_LANE_EPILOGUE_MAX = 4 };
+typedef struct sk_lane_epilogue {
+    const float *scale, *shift;
+    int32_t count;
+    int32_t op[SK_LANE_EPILOGUE_MAX];
+    float p0[SK_LANE_EPILOGUE_MAX], p1[SK_LANE_EPILOGUE_MAX];
+    const float *slopes[SK_LANE_EPILOGUE_MAX];
+} sk_lane_epilogue;
+
+int32_t sk_depthwise_lanes_usable(int32_t level, const float *w, ptrdiff_t channels, ptrdiff_t taps,
+                                  const float *bias);
+ptrdiff_t sk_depthwise_lanes_scratch(ptrdiff_t ow, ptrdiff_t kh, ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw,
+                                     ptrdiff_t dh, ptrdiff_t dw, ptrdiff_t rows);
+int32_t sk_depthwise_lanes(int32_t level, const float *x, ptrdiff_t xstride, ptrdiff_t channels, ptrdiff_t ih,
+                           ptrdiff_t iw, const float *w, ptrdiff_t kh, ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw,
+                           ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh, ptrdiff_t dw, const float *bias, float *y,
+                           ptrdiff_t ystride, ptrdiff_t oh, ptrdiff_t ow, ptrdiff_t o0, ptrdiff_t o1,
+                           const sk_lane_epilogue *epilogue, ptrdiff_t channel0, float *scratch);
+
 /// Unary functions over `n` floats, `y` may equal `x` (no other overlap; in place runs as fast). Accuracy (tested against double-precision libm
 /// over a dense sweep of the float range): exp ≤ 2 ulp (0 for x < −103.98, +inf above 88.73), tanh and
 /// sigmoid ≤ 3 ulp; NaN stays NaN, ±inf and ±0 map as the functions do.

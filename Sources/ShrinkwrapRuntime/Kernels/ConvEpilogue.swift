@@ -66,4 +66,46 @@ struct ConvEpilogue {
         guard scale != nil || !activations.isEmpty || residual != nil else { return }
         for k in planes { apply(y + k * plane, count: plane, channel: k % max(channels, 1), skipBias: true) }
     }
+
+    /// This epilogue after the bias as CKernels' per-lane epilogue (sk_depthwise_lanes runs it on the
+    /// accumulators: the same bits as `apply`), given to `body`; nil when it holds a residual or an
+    /// activation that epilogue does not have.
+    func withLaneEpilogue<R>(_ body: (UnsafePointer<sk_lane_epilogue>) -> R) -> R? {
+        guard residual == nil, activations.count <= Int(SK_LANE_EPILOGUE_MAX) else { return nil }
+        var ops: [Int32] = [], p0: [Float] = [], p1: [Float] = [], slopeStarts: [Int?] = [], slopes: [Float] = []
+        for a in activations {
+            var op: Int32, x: Float = 0, y: Float = 0, start: Int? = nil
+            switch a {
+            case .relu: op = Int32(SK_ACT_RELU)
+            case .clip(let lo, let hi): (op, x, y) = (Int32(SK_ACT_CLIP), lo, hi)
+            case .leakyRelu(let alpha): (op, x) = (Int32(SK_ACT_LEAKY_RELU), alpha)
+            case .prelu(let k):
+                op = Int32(SK_ACT_PRELU)
+                if k.count == 1 { x = k[0] } else { start = slopes.count; slopes += k }
+            case .vector(.hardSwish): op = Int32(SK_ACT_HARDSWISH)
+            case .vector(.hardSigmoid(let alpha, let beta)): (op, x, y) = (Int32(SK_ACT_HARDSIGMOID), alpha, beta)
+            case .max(let v, let first): (op, x, y) = (Int32(SK_ACT_MAX), v, first ? 1 : 0)
+            case .min(let v, let first): (op, x, y) = (Int32(SK_ACT_MIN), v, first ? 1 : 0)
+            default: return nil
+            }
+            ops.append(op); p0.append(x); p1.append(y); slopeStarts.append(start)
+        }
+        return (scale ?? []).withUnsafeBufferPointer { sb in
+            (shift ?? []).withUnsafeBufferPointer { hb in
+                slopes.withUnsafeBufferPointer { kb in
+                    var e = sk_lane_epilogue()
+                    if scale != nil, shift != nil { e.scale = sb.baseAddress; e.shift = hb.baseAddress }
+                    e.count = Int32(ops.count)
+                    withUnsafeMutableBytes(of: &e.op) { $0.bindMemory(to: Int32.self).update(fromContentsOf: ops) }
+                    withUnsafeMutableBytes(of: &e.p0) { $0.bindMemory(to: Float.self).update(fromContentsOf: p0) }
+                    withUnsafeMutableBytes(of: &e.p1) { $0.bindMemory(to: Float.self).update(fromContentsOf: p1) }
+                    withUnsafeMutableBytes(of: &e.slopes) { raw in
+                        let out = raw.bindMemory(to: UnsafePointer<Float>?.self)
+                        for (i, start) in slopeStarts.enumerated() { out[i] = start.flatMap { s in kb.baseAddress.map { $0 + s } } }
+                    }
+                    return withUnsafePointer(to: &e) { body($0) }
+                }
+            }
+        }
+    }
 }
