@@ -81,7 +81,7 @@ let package = Package(
             dependencies: ["ShrinkwrapCoreML", "ShrinkwrapCompression", "ShrinkwrapIR", "CoreMLSchema", "Shrinkwrap", "ShrinkwrapData", "ShrinkwrapRuntime",
                            "ShrinkwrapTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
-        .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"]),
+        .testTarget(name: "ShrinkwrapRuntimeTests", dependencies: ["CKernels", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport"]),
         .testTarget(
             name: "ShrinkwrapONNXTests",
             dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapONNX", "ShrinkwrapRuntime", "ShrinkwrapIR", "ONNXSchema", "ShrinkwrapTestSupport",
