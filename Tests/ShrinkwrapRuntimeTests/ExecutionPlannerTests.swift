@@ -227,6 +227,38 @@ final class ExecutionPlannerTests: XCTestCase {
         }
     }
 
+    /// TFLite's shape of it: a zero Pad of the NHWC value, then the Transpose to NCHW the importer puts
+    /// in front of the Conv. The Transpose reads the unpadded value and the Conv pads the permuted
+    /// axes (two nodes run instead of three, equal values); a Pad of the channels stays.
+    func testZeroPadBeforeATransposeBecomesTheConvsPadding() throws {
+        var rng = SplitMix(seed: 23)
+        let c = 3, h = 10, w = 9
+        let x = Tensor((0..<(h * w * c)).map { _ in rng.nextFloat() * 2 - 1 }, shape: [1, h, w, c])
+        func run(pads: [Int64], optimize: Bool) throws -> (Tensor?, Int) {
+            let inChannels = c + Int(pads[3] + pads[7])
+            var r = SplitMix(seed: 5)
+            let wt = Tensor((0..<(4 * inChannels * 9)).map { _ in r.nextFloat() - 0.5 }, shape: [4, inChannels, 3, 3])
+            let g = Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(h), .fixed(w), .fixed(c)])],
+                          outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)],
+                          nodes: [Node(name: "pad", opType: "Pad", inputs: ["x", "p"], outputs: ["xp"]),
+                                  Node(name: "nchw", opType: "Transpose", inputs: ["xp"], outputs: ["xt"], attributes: ["perm": .ints([0, 3, 1, 2])]),
+                                  Node(name: "conv", opType: "Conv", inputs: ["xt", "W"], outputs: ["y"],
+                                       attributes: ["strides": .ints([2, 2]), "pads": .ints([1, 0, 0, 1])])],
+                          constants: [Constant(name: "W", tensor: wt), Constant(name: "p", tensor: Tensor(ints: pads, shape: [8]))])
+            var observed = 0
+            let y = try Interpreter(graph: g, options: .init(threads: 2, optimize: optimize)).run(["x": x]) { _, _ in observed += 1 }["y"]
+            return (y, observed)
+        }
+        for (name, pads, nodes) in [("H and W padded", [Int64]([0, 1, 0, 0, 0, 2, 1, 0]), 2), ("channels padded too", [0, 1, 1, 1, 0, 1, 1, 0], 3)] {
+            let (fast, observed) = try run(pads: pads, optimize: true)
+            let (exact, _) = try run(pads: pads, optimize: false)
+            XCTAssertEqual(observed, nodes, name)
+            XCTAssertNotNil(fast, name)
+            XCTAssertEqual(fast?.shape, exact?.shape, name)
+            XCTAssertEqual(fast?.floats, exact?.floats, name)
+        }
+    }
+
     /// Conv (+ BatchNormalization) → Add(residual) → activation runs as one Conv node on every Conv path,
     /// with the Conv on either side of the Add, with two Convs feeding the Add, with a residual that
     /// broadcasts (the Add kernel runs after the Conv) and for float16: the separate nodes' bits.
