@@ -112,16 +112,17 @@ public enum GEMM {
         // Up to 8 column tiles of ≥ 64 columns or 4 row tiles of ≥ 16 rows: enough to share between
         // threads, each still a full call (tiles of ≤ 100³ take OpenBLAS's small kernels, which do
         // not pack). A column tile reads all of A again, a row tile all of B: the split re-reads the
-        // smaller of the two. With K > 768 the tiles keep their earlier minimum (256 columns, 64 rows,
-        // columns first): smaller ones moved a GEMM of mp-pose-landmark-full with K in (768, 1024]
-        // from 7.2e-4 to 7.8e-4 of TFLite's reference kernels, past the 7.4e-4 by which TFLite's own
-        // kernels differ (the coverage gate).
+        // smaller of the two. With K > 768 every tile also stays above that 100³: the packed kernels sum
+        // K in blocks that depend on K alone, so each tile has the bits of the whole call (checked
+        // on 300 random shapes with K in 769 ... 4768), while the small kernel's single chain moved a
+        // GEMM of mp-pose-landmark-full with K in (768, 1024] from 7.2e-4 to 7.8e-4 of TFLite's
+        // reference kernels, past the 7.4e-4 by which TFLite's own kernels differ (the coverage gate).
         func roundUp(_ v: Int, _ q: Int) -> Int { (v + q - 1) / q * q }
         let small = k <= 768
-        let colBlock = small ? max(64, roundUp((n + 7) / 8, 32)) : max(256, roundUp((n + 7) / 8, 64))
-        let rowBlock = small ? max(16, roundUp((m + 3) / 4, 16)) : max(64, roundUp((m + 3) / 4, 16))
+        let colBlock = max(64, roundUp((n + 7) / 8, 32)), rowBlock = max(16, roundUp((m + 3) / 4, 16))
         if m * n * k < 1 << 18 { return [Tile(row: 0, rows: m, col: 0, cols: n)] }
-        let byColumns = n >= 2 * colBlock, byRows = m >= 2 * rowBlock
+        func packed(_ rows: Int, _ cols: Int) -> Bool { small || rows * cols * k > 1_000_000 }
+        let byColumns = n >= 2 * colBlock && packed(m, colBlock), byRows = m >= 2 * rowBlock && packed(rowBlock, n)
         if byColumns && (!byRows || m <= n || !small) {
             return stride(from: 0, to: n, by: colBlock).map { c0 in
                 let start = min(c0, n - colBlock)

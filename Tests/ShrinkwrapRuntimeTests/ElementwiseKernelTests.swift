@@ -2,6 +2,7 @@ import XCTest
 import Foundation
 import ShrinkwrapIR
 @testable import ShrinkwrapRuntime
+import ShrinkwrapTestSupport
 
 /// Elementwise, logic, activation, softmax, reduction and Cast kernels:
 /// small hand-computed cases (the arithmetic is written next to each
@@ -336,6 +337,28 @@ final class ElementwiseKernelTests: XCTestCase {
         // Negative axis and bad axis.
         assertClose(try run1("Softmax", [f([0, 0], [2, 1])], ["axis": .int(-2)]), [0.5, 0.5])
         assertThrows("Softmax", [f([1, 2], [2])], ["axis": .int(2)])
+    }
+
+    /// Softmax over a middle axis of one big block ([1, 16, 4, 700] over axis 1, as nudenet's dfl head)
+    /// is split into column ranges between threads: every column the double-precision softmax, and the
+    /// same bits for 1, 2 and 3 threads; LogSoftmax too.
+    func testSoftmaxOverAMiddleAxisSplitsColumns() throws {
+        var rng = SplitMix(seed: 77)
+        let shape = [1, 16, 4, 700], inner = 4 * 700
+        let x = (0..<(16 * inner)).map { _ in rng.nextFloat() * 20 - 10 }
+        for op in ["Softmax", "LogSoftmax"] {
+            let runs = try [1, 2, 3].map { try run1(op, [f(x, shape)], ["axis": .int(1)], threads: $0).floats ?? [] }
+            XCTAssertEqual(runs[1].map(\.bitPattern), runs[0].map(\.bitPattern), op)
+            XCTAssertEqual(runs[2].map(\.bitPattern), runs[0].map(\.bitPattern), op)
+            for k in stride(from: 0, to: inner, by: 97) {
+                let column = (0..<16).map { Double(x[$0 * inner + k]) }
+                let top = column.max() ?? 0, sum = column.map { exp($0 - top) }.reduce(0, +)
+                for l in 0..<16 {
+                    let want = op == "Softmax" ? exp(column[l] - top) / sum : column[l] - top - log(sum)
+                    XCTAssertEqual(Double(runs[0][l * inner + k]), want, accuracy: 1e-5, "\(op) column \(k)")
+                }
+            }
+        }
     }
 
     // MARK: reductions

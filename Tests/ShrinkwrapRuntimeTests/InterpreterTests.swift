@@ -128,6 +128,31 @@ final class InterpreterTests: XCTestCase {
         }
     }
 
+    /// With K > 768 the tiles stay above OpenBLAS's small-matrix limit, so a split GEMM has the bits of
+    /// one untiled OpenBLAS call (the accuracy the coverage gates measured), and such GEMMs still split
+    /// (nudenet's 64 × 400 × 1152 head convs ran on one thread before).
+    func testLargeKTilesKeepTheUntiledBits() throws {
+        #if !canImport(Accelerate) && canImport(Glibc)
+        guard let blas = OpenBLAS.shared, !GEMM.forcePortable else {
+            throw XCTSkip("SKIPPED: OpenBLAS is not loaded here, so GEMM.tiles is not used")
+        }
+        var rng = SplitMix(seed: 41)
+        for (m, n, k) in [(64, 400, 1152), (64, 100, 2304), (128, 400, 1152), (48, 300, 900), (64, 64, 4608), (100, 77, 1000)] {
+            XCTAssertGreaterThan(GEMM.tiles(m: m, n: n, k: k).count, 1, "\(m)×\(n)×\(k) splits")
+            let a = (0..<(m * k)).map { _ in rng.nextFloat() * 2 - 1 }, b = (0..<(k * n)).map { _ in rng.nextFloat() * 2 - 1 }
+            var whole = [Float](repeating: 0, count: m * n), tiled = whole
+            blas.sgemm(101, 111, 111, Int32(m), Int32(n), Int32(k), 1, a, Int32(k), b, Int32(n), 0, &whole, Int32(n))
+            a.withUnsafeBufferPointer { ab in b.withUnsafeBufferPointer { bb in tiled.withUnsafeMutableBufferPointer { cb in
+                GEMM.sgemm(transA: false, transB: false, m: m, n: n, k: k, a: ab.baseAddress!, lda: k, b: bb.baseAddress!, ldb: n,
+                           c: cb.baseAddress!, ldc: n, threads: 2)
+            } } }
+            XCTAssertEqual(tiled.map(\.bitPattern), whole.map(\.bitPattern), "\(m)×\(n)×\(k)")
+        }
+        #else
+        throw XCTSkip("SKIPPED: GEMM uses Accelerate here, not OpenBLAS's tiles")
+        #endif
+    }
+
     /// Identical columns of B give identical columns of C wherever the tile
     /// boundaries fall (the light AlexNet / VGG-19 logits: 1000 equal values
     /// of ~3.6e12 whose softmax turns a one-ulp difference into 0 vs 0.001).

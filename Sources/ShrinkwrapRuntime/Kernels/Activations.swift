@@ -229,12 +229,17 @@ public enum ActivationKernels {
         }
         var out = [Float](repeating: 0, count: n)
         let block = len * inner
-        let grain = Swift.max(1, EWKit.costlyGrain / Swift.max(block, 1))
+        // Softmax over a middle axis splits each [len, inner] block into column ranges too, so one big
+        // block (nudenet's [1, 16, 4, 2100] over axis 1) is shared between threads; each column is its own
+        // softmax, so the bits do not depend on the split.
+        let columns = inner == 1 || kind == .hardmax ? inner : Swift.min(inner, 256)
+        let pieces = (inner + columns - 1) / columns
+        let grain = Swift.max(1, EWKit.costlyGrain / Swift.max(len * columns, 1))
         x.withUnsafeBufferPointer { xb in
             out.withUnsafeMutableBufferPointer { ob in
                 guard let xp = xb.baseAddress, let op = ob.baseAddress else { return }
                 let o = SendablePointer(op)
-                parallelChunks(outer, threads: c.threads, minChunk: grain) { range in
+                parallelChunks(outer * pieces, threads: c.threads, minChunk: grain) { range in
                     if kind == .hardmax {
                         for b in range {
                             for k in 0..<inner { hardmaxColumn(xp + b * block + k, o.p + b * block + k, len, inner) }
@@ -242,12 +247,14 @@ public enum ActivationKernels {
                     } else if inner == 1 {
                         for b in range { softmaxRow(xp + b * len, o.p + b * len, len, log: kind == .logSoftmax) }
                     } else {
-                        var m = [Float](repeating: 0, count: inner), s = [Float](repeating: 0, count: inner)
+                        var m = [Float](repeating: 0, count: columns), s = [Float](repeating: 0, count: columns)
                         m.withUnsafeMutableBufferPointer { mb in
                             s.withUnsafeMutableBufferPointer { sb in
                                 guard let mp = mb.baseAddress, let sp = sb.baseAddress else { return }
-                                for b in range {
-                                    softmaxBlock(xp + b * block, o.p + b * block, len, inner, log: kind == .logSoftmax, mp, sp)
+                                for item in range {
+                                    let b = item / pieces, k0 = item % pieces * columns, count = Swift.min(columns, inner - k0)
+                                    softmaxBlock(xp + b * block + k0, o.p + b * block + k0, len, inner, count: count,
+                                                 log: kind == .logSoftmax, mp, sp)
                                 }
                             }
                         }
@@ -313,35 +320,35 @@ public enum ActivationKernels {
         }
     }
 
-    /// Softmax over the middle axis of a [len, inner] block: every inner
-    /// position is its own softmax, computed with contiguous inner loops.
+    /// Softmax over the middle axis of a [len, inner] block, for its first `count` inner positions:
+    /// every inner position is its own softmax, computed with contiguous inner loops.
     @inline(__always)
     static func softmaxBlock(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, _ inner: Int,
-                             log: Bool, _ m: UnsafeMutablePointer<Float>, _ s: UnsafeMutablePointer<Float>) {
-        for k in 0..<inner { m[k] = -.infinity; s[k] = 0 }
+                             count: Int, log: Bool, _ m: UnsafeMutablePointer<Float>, _ s: UnsafeMutablePointer<Float>) {
+        for k in 0..<count { m[k] = -.infinity; s[k] = 0 }
         for l in 0..<len {
             let row = x + l * inner
-            for k in 0..<inner where row[k] > m[k] { m[k] = row[k] }
+            for k in 0..<count where row[k] > m[k] { m[k] = row[k] }
         }
-        for k in 0..<inner where !m[k].isFinite { m[k] = 0 }
+        for k in 0..<count where !m[k].isFinite { m[k] = 0 }
         for l in 0..<len {
             let row = x + l * inner, out = y + l * inner
-            for k in 0..<inner {
+            for k in 0..<count {
                 let e = EWKit.fastExp(row[k] - m[k])
                 out[k] = e
                 s[k] += e
             }
         }
         if log {
-            for k in 0..<inner { s[k] = logf(s[k]) }
+            for k in 0..<count { s[k] = logf(s[k]) }
             for l in 0..<len {
                 let row = x + l * inner, out = y + l * inner
-                for k in 0..<inner { out[k] = (row[k] - m[k]) - s[k] }
+                for k in 0..<count { out[k] = (row[k] - m[k]) - s[k] }
             }
         } else {
             for l in 0..<len {
                 let out = y + l * inner
-                for k in 0..<inner { out[k] = out[k] / s[k] }
+                for k in 0..<count { out[k] = out[k] / s[k] }
             }
         }
     }
