@@ -12,10 +12,12 @@ extension ExecutionPlanner {
     /// filters. Values change by rounding only (the transforms are exact in real arithmetic; the
     /// filters' are computed in double precision): a few float32 ulps of the sums.
     ///
-    /// Convs with fewer than 64 input or output channels keep the direct paths: their α GEMMs are too
-    /// small for the transforms to pay (oww-embedding's 24–72-channel [3, 1] and [1, 3] convs took
-    /// 1.4–2.2 times as long, nudenet's 16- and 32-channel 3 × 3 ones up to 1.14; its 64-channel
-    /// ones at 40 × 40 0.73, magika's 256 → 512 5-tap one 0.47).
+    /// Convs with fewer than 64 input or output channels (128 along one axis, where the transforms
+    /// save 2–2.5× the products rather than 4×) keep the direct paths: their α GEMMs are too small
+    /// for the transforms to pay (oww-embedding's 24–72-channel [3, 1] and [1, 3] convs took
+    /// 1.4–4.4 times as long — its 72-channel ones on 30 × 8 planes 0.39 against 0.09 ms —, nudenet's
+    /// 16- and 32-channel 3 × 3 ones up to 1.14; its 64-channel ones at 40 × 40 0.73, magika's
+    /// 256 → 512 5-tap one 0.47).
     mutating func useWinogradFilters() {
         for i in graph.nodes.indices where graph.nodes[i].opType == "Conv" {
             let n = graph.nodes[i]
@@ -27,7 +29,8 @@ extension ExecutionPlanner {
             if case .ints(let d)? = n.attributes["dilations"], d != ones { continue }
             let filters = w.shape[0], channels = w.shape[1]
             let kh = w.rank == 4 ? w.shape[2] : 1, kw = w.shape[w.rank - 1]
-            guard filters >= 64, channels >= 64, let axes = NNKernels.winogradAxes(kh: kh, kw: kw),
+            let least = kh == 1 || kw == 1 ? 128 : 64
+            guard filters >= least, channels >= least, let axes = NNKernels.winogradAxes(kh: kh, kw: kw),
                   axes.h.alpha * axes.w.alpha * filters * channels <= Self.winogradLimit,
                   let u = NNKernels.winogradFilters(wf, filters: filters, channels: channels, kh: kh, kw: kw) else { continue }
             let name = freshName("\(n.inputs[1])_winograd")

@@ -34,14 +34,15 @@ final class WinogradTests: XCTestCase {
         var description: String { name }
     }
 
-    /// Each big enough for the kernel to take the Winograd path (≥ 32 tiles per block: checked below).
+    /// Each big enough for the kernel to take the Winograd path (≥ 32 tiles per block: checked below;
+    /// 1-D kernels from 128 channels each way, 2-D ones from 64).
     static let cases = [
-        Case(name: "1-D rank 3, 5 taps", kernel: [5], spatial: [150], pads: [2, 2]),
-        Case(name: "1-D rank 3, 3 taps, no pad", kernel: [3], spatial: [140], pads: [0, 0]),
-        Case(name: "1-D rank 3, 7 taps, uneven pad", kernel: [7], spatial: [80], pads: [1, 4]),
-        Case(name: "[5, 1] one column", kernel: [5, 1], spatial: [150, 1], pads: [0, 0, 0, 0]),
-        Case(name: "[3, 1] on a plane", kernel: [3, 1], spatial: [14, 9], pads: [1, 0, 1, 0]),
-        Case(name: "[1, 7] on a plane", kernel: [1, 7], spatial: [5, 26], pads: [0, 3, 0, 3]),
+        Case(name: "1-D rank 3, 5 taps", kernel: [5], spatial: [150], pads: [2, 2], c: 128, m: 136),
+        Case(name: "1-D rank 3, 3 taps, no pad", kernel: [3], spatial: [140], pads: [0, 0], c: 128, m: 136),
+        Case(name: "1-D rank 3, 7 taps, uneven pad", kernel: [7], spatial: [80], pads: [1, 4], c: 128, m: 136),
+        Case(name: "[5, 1] one column", kernel: [5, 1], spatial: [150, 1], pads: [0, 0, 0, 0], c: 128, m: 136),
+        Case(name: "[3, 1] on a plane", kernel: [3, 1], spatial: [14, 9], pads: [1, 0, 1, 0], c: 128, m: 136),
+        Case(name: "[1, 7] on a plane", kernel: [1, 7], spatial: [5, 26], pads: [0, 3, 0, 3], c: 128, m: 136),
         Case(name: "3x3 padded", kernel: [3, 3], spatial: [23, 21], pads: [1, 1, 1, 1]),
         Case(name: "3x3 valid, many tiles", kernel: [3, 3], spatial: [40, 38], pads: [0, 0, 0, 0], c: 70, m: 130),
         Case(name: "3x3 big pads", kernel: [3, 3], spatial: [20, 19], pads: [3, 0, 2, 4]),
@@ -123,13 +124,16 @@ final class WinogradTests: XCTestCase {
             let plan = try XCTUnwrap(WinogradPlan(geo: geometry(t), channels: t.c, filters: t.m, filterShape: u), "\(t)")
             XCTAssertTrue(plan.pays, "\(t): the kernel would take another path")
         }
-        // Not: strided, grouped, too few channels, 5 × 5.
+        // Not: strided, grouped, too few channels (64 ... 127 along one axis: oww-embedding's 72-channel
+        // [3, 1] / [1, 3] convs), 5 × 5.
         var strided = graph(Self.cases[6], seed: 1)
         strided.nodes[0].attributes["strides"] = .ints([2, 2])
         var few = Self.cases[6]
         few.c = 48
+        var fewAlongOneAxis = Self.cases[4]
+        (fewAlongOneAxis.c, fewAlongOneAxis.m) = (72, 72)
         let square5 = Case(name: "5x5", kernel: [5, 5], spatial: [12, 12], pads: [2, 2, 2, 2])
-        for g in [strided, graph(few, seed: 1), graph(square5, seed: 1)] {
+        for g in [strided, graph(few, seed: 1), graph(fewAlongOneAxis, seed: 1), graph(square5, seed: 1)] {
             var planner = ExecutionPlanner(graph: g, threads: 1)
             try planner.run(optimize: true)
             XCTAssertNil(planner.graph.nodes.first { $0.opType == "Conv" }?.attributes[NNKernels.winogradAttribute])
