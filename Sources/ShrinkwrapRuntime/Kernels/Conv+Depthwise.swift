@@ -94,7 +94,9 @@ extension NNKernels {
         let pIn = in1 * in2, pOut = o1 * o2
         let level = SIMDKernels.level
         let usable = (bias ?? []).withUnsafeBufferPointer { sk_depthwise_lanes_usable(level, w, m, kc, bias == nil ? nil : $0.baseAddress) }
-        guard usable != 0, o1 > 0, o2 > 0 else { return false }
+        // Geometry from a file: kernels, strides and dilations below 2^10 and rows below 2^24, so the scratch
+        // size (below 2^60) cannot overflow; anything larger takes the plane kernel.
+        guard usable != 0, o1 > 0, o2 > 0, o2 < 1 << 24, [k1, k2, s1, s2, d1, d2].allSatisfy({ $0 < 1 << 10 }) else { return false }
         // Bands of about 2048 outputs: the padded scratch of a band stays in L2.
         let band = max(1, min(o1, 2048 / o2))
         let scratchCount = sk_depthwise_lanes_scratch(o2, k1, k2, s1, s2, d1, d2, band)
@@ -115,10 +117,20 @@ extension NNKernels {
                         let b = item / (groups * bands), g = item / bands % groups, r0 = item % bands * band
                         let r1 = min(o1, r0 + band), c0 = g * 16, count = min(16, m - c0)
                         let out = ys.p + (b * m + c0) * pOut
-                        _ = sk_depthwise_lanes(level, x + (b * m + c0) * pIn, pIn, count, in1, in2, w + c0 * kc, k1, k2,
-                                               s1, s2, p1, p2, d1, d2, bp.map { $0 + c0 }, out, pOut, o1, o2, r0, r1,
-                                               lane, c0, scratch)
-                        guard perChannel else { continue }
+                        let done = sk_depthwise_lanes(level, x + (b * m + c0) * pIn, pIn, count, in1, in2, w + c0 * kc, k1, k2,
+                                                      s1, s2, p1, p2, d1, d2, bp.map { $0 + c0 }, out, pOut, o1, o2, r0, r1,
+                                                      lane, c0, scratch) != 0
+                        if !done {
+                            // (Not expected after the checks above.) The plane kernel's rows r0 ..< r1, same bits.
+                            let plane = UnsafeMutablePointer<Float>.allocate(capacity: pOut)
+                            defer { plane.deallocate() }
+                            for c in 0..<count {
+                                sk_depthwise_plane(level, x + (b * m + c0 + c) * pIn, in1, in2, w + (c0 + c) * kc, k1, k2, s1, s2,
+                                                   p1, p2, d1, d2, bias?[c0 + c] ?? 0, plane, o1, o2)
+                                (out + c * pOut + r0 * o2).update(from: plane + r0 * o2, count: (r1 - r0) * o2)
+                            }
+                        }
+                        guard perChannel || !done else { continue }
                         for c in 0..<count {
                             epilogue.apply(out + c * pOut + r0 * o2, count: (r1 - r0) * o2, channel: c0 + c, skipBias: true)
                         }
