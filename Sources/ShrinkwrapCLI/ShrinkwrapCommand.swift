@@ -24,6 +24,7 @@ struct ShrinkwrapCommand: ParsableCommand {
     /// Runs the command; a `UserFacingError` becomes one line on stderr and
     /// exit code 1; usage errors keep ArgumentParser's message and code.
     static func main() {
+        GEMM.prepareEnvironment()
         do {
             var command = try parseAsRoot()
             try command.run()

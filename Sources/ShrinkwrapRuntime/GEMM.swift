@@ -24,7 +24,7 @@ public enum GEMM {
         #if canImport(Accelerate)
         if !forcePortable { return "Accelerate" }
         #else
-        if !forcePortable, OpenBLAS.shared != nil { return "OpenBLAS" }
+        if !forcePortable, let blas = OpenBLAS.shared { return blas.coreName.map { "OpenBLAS \($0)" } ?? "OpenBLAS" }
         #endif
         return "Shrinkwrap \(SIMDKernels.name(SIMDKernels.level))"
     }
@@ -36,6 +36,14 @@ public enum GEMM {
         return false
         #else
         return !forcePortable && OpenBLAS.shared != nil
+        #endif
+    }
+
+    /// Sets the environment OpenBLAS reads when it loads (threads, kernel family; see
+    /// `OpenBLAS.prepareEnvironment`). Call it before starting threads; the first GEMM does otherwise.
+    public static func prepareEnvironment() {
+        #if !canImport(Accelerate) && canImport(Glibc)
+        OpenBLAS.prepareEnvironment()
         #endif
     }
 
@@ -208,11 +216,39 @@ final class OpenBLAS: @unchecked Sendable {
     typealias SetThreadsFn = @convention(c) (Int32) -> Void
 
     let sgemm: SgemmFn
+    /// The kernel family OpenBLAS chose (`openblas_get_corename`), e.g. "SkylakeX".
+    let coreName: String?
 
     static let shared: OpenBLAS? = OpenBLAS()
 
+    /// Sets the variables OpenBLAS reads once, when it is loaded:
+    /// - `OPENBLAS_NUM_THREADS=1` unless set: Shrinkwrap splits GEMMs itself (`GEMM.tiles`);
+    ///   with the default, OpenBLAS starts a worker per core at load, and they spin for ~0.1 s.
+    /// - `OPENBLAS_CORETYPE`, the kernel family: `SHRINKWRAP_OPENBLAS_CORETYPE` when set, else
+    ///   SkylakeX where the CPU has AVX-512 F/VL/BW/DQ, whatever `OPENBLAS_CORETYPE` says.
+    ///   Shrinkwrap picks its GEMM kernels from the CPU as the peer runtimes do; OpenBLAS is
+    ///   an implementation detail here, and the variable is often set machine-wide for other
+    ///   programs (these build machines set Haswell). OpenBLAS 0.3.21 (Debian 12) does not
+    ///   know AMD Zen 5 either and picks Haswell there. Its AVX2 Haswell kernels run sgemm at
+    ///   half the speed of the AVX-512 ones on Zen 5 (measured on an EPYC family 26, 1 thread:
+    ///   100–126 against 186–238 GFLOPS), and only the AVX-512 family has the small-matrix
+    ///   kernels that `GEMM.packsSmallProducts` counts on. Where OpenBLAS knows the CPU it
+    ///   picks SkylakeX or Cooperlake, whose sgemm kernels are the same.
+    /// `setenv` is not safe while other threads read the environment, so the CLI calls this
+    /// first thing; the first GEMM calls it again (a no-op then: the values are already set).
+    static func prepareEnvironment() {
+        setenv("OPENBLAS_NUM_THREADS", "1", 0)
+        if let forced = getenv("SHRINKWRAP_OPENBLAS_CORETYPE") {
+            if getenv("OPENBLAS_CORETYPE").map({ strcmp($0, forced) != 0 }) ?? true { setenv("OPENBLAS_CORETYPE", forced, 1) }
+        } else if SIMDKernels.best == SIMDKernels.avx512,
+                  getenv("OPENBLAS_CORETYPE").map({ strcmp($0, "SkylakeX") != 0 }) ?? true {
+            setenv("OPENBLAS_CORETYPE", "SkylakeX", 1)
+        }
+    }
+
     private init?() {
         if getenv("SHRINKWRAP_NO_BLAS") != nil { return nil }
+        Self.prepareEnvironment()
         var handle: UnsafeMutableRawPointer?
         for name in ["libopenblas.so.0", "libopenblas.so", "libopenblasp.so.0"] {
             handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)
@@ -220,6 +256,12 @@ final class OpenBLAS: @unchecked Sendable {
         }
         guard let h = handle, let sym = dlsym(h, "cblas_sgemm") else { return nil }
         sgemm = unsafeBitCast(sym, to: SgemmFn.self)
+        typealias CoreNameFn = @convention(c) () -> UnsafePointer<CChar>?
+        if let c = dlsym(h, "openblas_get_corename"), let name = unsafeBitCast(c, to: CoreNameFn.self)() {
+            coreName = String(cString: name)
+        } else {
+            coreName = nil
+        }
         // Shrinkwrap parallelizes GEMM itself over fixed tiles (see `GEMM.tiled`),
         // so OpenBLAS runs single-threaded.
         if let t = dlsym(h, "openblas_set_num_threads") {
