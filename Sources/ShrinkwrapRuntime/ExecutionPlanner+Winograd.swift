@@ -24,9 +24,7 @@ extension ExecutionPlanner {
             guard n.outputs.count == 1, n.inputs.count >= 2, n.inputs.count <= 4, n.attributes[NNKernels.winogradAttribute] == nil,
                   let w = floatConstant(n.inputs[1]), let wf = w.floats, w.rank == 3 || w.rank == 4 else { continue }
             if case .int(let g)? = n.attributes["group"], g != 1 { continue }
-            let ones = [Int](repeating: 1, count: w.rank - 2)
-            if case .ints(let s)? = n.attributes["strides"], s != ones { continue }
-            if case .ints(let d)? = n.attributes["dilations"], d != ones { continue }
+            guard Self.unitStridesAndDilations(n, rank: w.rank) else { continue }
             let filters = w.shape[0], channels = w.shape[1]
             let kh = w.rank == 4 ? w.shape[2] : 1, kw = w.shape[w.rank - 1]
             let least = kh == 1 || kw == 1 ? 128 : 64

@@ -60,6 +60,7 @@ struct ExecutionPlanner {
         fuseResidualAdds()
         fuseConvSiLUs()
         fuseConvActivations()
+        useDirectFilters()
         useWinogradFilters()
         fuseOneHotMatMuls()
         fuseElementwiseChains()

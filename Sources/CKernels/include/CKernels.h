@@ -84,6 +84,25 @@ int32_t sk_depthwise_lanes(int32_t level, const float *x, ptrdiff_t xstride, ptr
                            ptrdiff_t ystride, ptrdiff_t oh, ptrdiff_t ow, ptrdiff_t o0, ptrdiff_t o1,
                            const sk_lane_epilogue *epilogue, ptrdiff_t channel0, float *scratch);
 
+/// Direct convolution of one group (AVX-512 only), the filters in the vector lanes: no im2col.
+/// Filters w[m][k] as ONNX stores them (k = channels · kh · kw) are first repacked by sk_conv_direct_pack
+/// into `packed` (sk_conv_direct_packed_count(m, k) floats: blocks of 16 filters, [block][k][16], zeros
+/// past m). `xp` is the input with the conv's padding already in it: `channels` planes of hp × wp, plane c
+/// at xp + c · hp · wp. Output element (f, oy, ox), for filters [f0, f1) (f0 a multiple of 16) and output
+/// rows [r0, r1), is written at y + f · ystride + oy · ow + ox:
+///   acc = 0; for c, i < kh, j < kw in increasing order: acc = fma(w[f][c][i][j], xp[c][oy·sh + i·dh][ox·sw + j·dw], acc)
+/// then acc + bias[f] (a rounded add; none when bias is NULL), then `epilogue` (NULL: none) as in
+/// sk_depthwise_lanes with channel arrays indexed by f. Each element's bits depend only on its own
+/// filter and window. Returns 0, doing nothing, at a level without the kernel or for arguments out of
+/// range (a window past the padded input, more than 1024 taps, an unknown activation).
+ptrdiff_t sk_conv_direct_packed_count(ptrdiff_t m, ptrdiff_t k);
+void sk_conv_direct_pack(const float *w, ptrdiff_t m, ptrdiff_t k, float *packed);
+int32_t sk_conv_direct(int32_t level, const float *xp, ptrdiff_t channels, ptrdiff_t hp, ptrdiff_t wp,
+                       const float *packed, ptrdiff_t m, ptrdiff_t kh, ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw,
+                       ptrdiff_t dh, ptrdiff_t dw, const float *bias, float *y, ptrdiff_t ystride, ptrdiff_t oh,
+                       ptrdiff_t ow, ptrdiff_t f0, ptrdiff_t f1, ptrdiff_t r0, ptrdiff_t r1,
+                       const sk_lane_epilogue *epilogue);
+
 /// Unary functions over `n` floats, `y` may equal `x` (no other overlap; in place runs as fast). Accuracy (tested against double-precision libm
 /// over a dense sweep of the float range): exp ≤ 2 ulp (0 for x < −103.98, +inf above 88.73), tanh and
 /// sigmoid ≤ 3 ulp; NaN stays NaN, ±inf and ±0 map as the functions do.

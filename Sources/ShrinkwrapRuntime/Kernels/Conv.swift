@@ -53,6 +53,8 @@ extension NNKernels {
 
         let depthwise = cg == 1 && group == ch && group > 1
         let winograd = try winogradFilters(c, geo: geo, group: group, channels: ch, filters: m)
+        let direct = depthwise || winograd != nil ? nil : try directFilters(c, w: w, geo: geo, group: group, rows: cg * geo.kernelCount,
+                                                                              filters: mg)
         var y: [Float] = []
         residualValues.withUnsafeBufferPointer { rb in
             y = makeFloats(total) { yp in
@@ -66,7 +68,15 @@ extension NNKernels {
                             epilogue.afterBias(yp, planes: 0..<(n * m), plane: pOut, channels: m)
                             return
                         }
-                        if let (plan, u) = winograd {
+                        let directDone = direct?.withUnsafeBufferPointer { db in
+                            db.baseAddress.map {
+                                directConv(x: xp, packed: $0, bias: bias, y: yp, batch: n, channels: ch, filters: m, group: group,
+                                           geo: geo, epilogue: epilogue, threads: threads)
+                            } ?? false
+                        } ?? false
+                        if directDone {
+                            // Written by the direct kernel.
+                        } else if let (plan, u) = winograd {
                             u.withUnsafeBufferPointer { ub in
                                 guard let up = ub.baseAddress else { return }
                                 winogradConv(x: xp, u: up, y: yp, batch: n, plan: plan, epilogue: epilogue, threads: threads)
