@@ -29,31 +29,37 @@ void sk_conv_direct_pack(const float *w, ptrdiff_t m, ptrdiff_t k, float *out) {
 
 #if SK_X86
 
-enum { PMAX = 14 };
+/// Pixels per tile: up to 14 with 1 or 2 filter vectors, up to 6 with 3 or 4 (narrow rows: silero's 4-wide
+/// convs), so P · V accumulators + V filter vectors + the broadcast fit the 32 registers.
+enum { PMAX = 14, VMAX = 4, PNARROW = 6 };
 
 /// Accumulates one tile: P pixels (input columns x + p·S, S the stride; 0: `sw` at run time) × V filter
-/// vectors over `channels` planes of `plane` floats and the `taps` offsets `off`.
+/// vectors (packed blocks w[0 ..< V]) over `channels` planes of `plane` floats and the `taps` offsets `off`.
 SK_TARGET_AVX512 static inline __attribute__((always_inline)) void
 tile_acc(int P, int V, int S, const float *x, ptrdiff_t sw, ptrdiff_t channels, ptrdiff_t plane,
-         const ptrdiff_t *off, ptrdiff_t taps, const float *w0, const float *w1, __m512 acc[PMAX][2]) {
+         const ptrdiff_t *off, ptrdiff_t taps, const float *const *w, __m512 acc[PMAX][VMAX]) {
+    const float *w0 = w[0], *w1 = w[V > 1 ? 1 : 0], *w2 = w[V > 2 ? 2 : 0], *w3 = w[V > 3 ? 3 : 0];
 #pragma clang loop unroll(full)
     for (int p = 0; p < P; p++) {
-        acc[p][0] = _mm512_setzero_ps();
-        if (V == 2) acc[p][1] = _mm512_setzero_ps();
+#pragma clang loop unroll(full)
+        for (int v = 0; v < V; v++) acc[p][v] = _mm512_setzero_ps();
     }
     const ptrdiff_t step = S ? S : sw;
     for (ptrdiff_t c = 0; c < channels; c++) {
         const float *xc = x + c * plane;
         for (ptrdiff_t t = 0; t < taps; t++) {
             const float *xq = xc + off[t];
-            __m512 a = _mm512_loadu_ps(w0), b = V == 2 ? _mm512_loadu_ps(w1) : a;
+            __m512 b[VMAX];
+            b[0] = _mm512_loadu_ps(w0);
             w0 += 16;
-            if (V == 2) w1 += 16;
+            if (V > 1) { b[1] = _mm512_loadu_ps(w1); w1 += 16; }
+            if (V > 2) { b[2] = _mm512_loadu_ps(w2); w2 += 16; }
+            if (V > 3) { b[3] = _mm512_loadu_ps(w3); w3 += 16; }
 #pragma clang loop unroll(full)
             for (int p = 0; p < P; p++) {
                 __m512 v = _mm512_set1_ps(xq[p * step]);
-                acc[p][0] = _mm512_fmadd_ps(v, a, acc[p][0]);
-                if (V == 2) acc[p][1] = _mm512_fmadd_ps(v, b, acc[p][1]);
+#pragma clang loop unroll(full)
+                for (int q = 0; q < V; q++) acc[p][q] = _mm512_fmadd_ps(v, b[q], acc[p][q]);
             }
         }
     }
@@ -64,18 +70,18 @@ typedef struct {
     const float *x;
     ptrdiff_t sw, channels, plane, taps;
     const ptrdiff_t *off;
-    const float *w0, *w1;
-    __m512 bias[2];
-    const lane_ep *ep[2];
+    const float *w[VMAX];
+    __m512 bias[VMAX];
+    const lane_ep *ep[VMAX];
     int has_bias, epilogue;
     float *y;
     ptrdiff_t ystride;
-    ptrdiff_t filters[2];  // valid filters in each vector (0 … 16)
+    ptrdiff_t filters[VMAX];  // valid filters in each vector (0 … 16)
 } tile_args;
 
 /// Bias, epilogue, transpose and store of the P pixels of vector v (filters[v] of them valid).
 SK_TARGET_AVX512 static inline __attribute__((always_inline)) void tile_store(int P, int v, const tile_args *a,
-                                                                              __m512 acc[PMAX][2]) {
+                                                                              __m512 acc[PMAX][VMAX]) {
     __m512 r[16];
 #pragma clang loop unroll(full)
     for (int p = 0; p < 16; p++) {
@@ -94,14 +100,15 @@ SK_TARGET_AVX512 static inline __attribute__((always_inline)) void tile_store(in
 
 #define SK_DIRECT_TILE(P, V, S)                                                                                \
     SK_TARGET_AVX512 static void tile_##P##_##V##_##S(const tile_args *a) {                                    \
-        __m512 acc[PMAX][2];                                                                                   \
-        tile_acc(P, V, S, a->x, a->sw, a->channels, a->plane, a->off, a->taps, a->w0, a->w1, acc);             \
-        tile_store(P, 0, a, acc);                                                                              \
-        if (V == 2) tile_store(P, 1, a, acc);                                                                  \
+        __m512 acc[PMAX][VMAX];                                                                                \
+        tile_acc(P, V, S, a->x, a->sw, a->channels, a->plane, a->off, a->taps, a->w, acc);                     \
+        _Pragma("clang loop unroll(full)") for (int v = 0; v < V; v++) tile_store(P, v, a, acc);              \
     }
-#define SK_DIRECT_TILES(V, S)                                                                                  \
+#define SK_DIRECT_NARROW(V, S)                                                                                 \
     SK_DIRECT_TILE(1, V, S) SK_DIRECT_TILE(2, V, S) SK_DIRECT_TILE(3, V, S) SK_DIRECT_TILE(4, V, S)           \
-    SK_DIRECT_TILE(5, V, S) SK_DIRECT_TILE(6, V, S) SK_DIRECT_TILE(7, V, S) SK_DIRECT_TILE(8, V, S)           \
+    SK_DIRECT_TILE(5, V, S) SK_DIRECT_TILE(6, V, S)
+#define SK_DIRECT_TILES(V, S)                                                                                  \
+    SK_DIRECT_NARROW(V, S) SK_DIRECT_TILE(7, V, S) SK_DIRECT_TILE(8, V, S)                                    \
     SK_DIRECT_TILE(9, V, S) SK_DIRECT_TILE(10, V, S) SK_DIRECT_TILE(11, V, S) SK_DIRECT_TILE(12, V, S)        \
     SK_DIRECT_TILE(13, V, S) SK_DIRECT_TILE(14, V, S)
 SK_DIRECT_TILES(1, 1)
@@ -110,7 +117,14 @@ SK_DIRECT_TILES(1, 2)
 SK_DIRECT_TILES(2, 2)
 SK_DIRECT_TILES(1, 0)
 SK_DIRECT_TILES(2, 0)
+SK_DIRECT_NARROW(3, 1)
+SK_DIRECT_NARROW(4, 1)
+SK_DIRECT_NARROW(3, 2)
+SK_DIRECT_NARROW(4, 2)
+SK_DIRECT_NARROW(3, 0)
+SK_DIRECT_NARROW(4, 0)
 #undef SK_DIRECT_TILES
+#undef SK_DIRECT_NARROW
 #undef SK_DIRECT_TILE
 
 typedef void (*tile_fn)(const tile_args *);
@@ -118,9 +132,15 @@ typedef void (*tile_fn)(const tile_args *);
     {tile_1_##V##_##S, tile_2_##V##_##S, tile_3_##V##_##S, tile_4_##V##_##S, tile_5_##V##_##S,                 \
      tile_6_##V##_##S, tile_7_##V##_##S, tile_8_##V##_##S, tile_9_##V##_##S, tile_10_##V##_##S,                \
      tile_11_##V##_##S, tile_12_##V##_##S, tile_13_##V##_##S, tile_14_##V##_##S}
-/// [V − 1][stride 1, 2, other][P − 1]
-static const tile_fn tiles[2][3][PMAX] = {{SK_ROW(1, 1), SK_ROW(1, 2), SK_ROW(1, 0)},
-                                          {SK_ROW(2, 1), SK_ROW(2, 2), SK_ROW(2, 0)}};
+#define SK_NARROW_ROW(V, S)                                                                                    \
+    {tile_1_##V##_##S, tile_2_##V##_##S, tile_3_##V##_##S, tile_4_##V##_##S, tile_5_##V##_##S,                 \
+     tile_6_##V##_##S, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+/// [V − 1][stride 1, 2, other][P − 1] (V 3 and 4 only up to P = 6)
+static const tile_fn tiles[VMAX][3][PMAX] = {{SK_ROW(1, 1), SK_ROW(1, 2), SK_ROW(1, 0)},
+                                             {SK_ROW(2, 1), SK_ROW(2, 2), SK_ROW(2, 0)},
+                                             {SK_NARROW_ROW(3, 1), SK_NARROW_ROW(3, 2), SK_NARROW_ROW(3, 0)},
+                                             {SK_NARROW_ROW(4, 1), SK_NARROW_ROW(4, 2), SK_NARROW_ROW(4, 0)}};
+#undef SK_NARROW_ROW
 #undef SK_ROW
 
 /// Pixels per tile for a row of `ow`: as many as fit (14), the row split evenly (a 20-wide row as
@@ -130,6 +150,16 @@ static inline ptrdiff_t tile_width(ptrdiff_t ow) {
     return (ow + n - 1) / n;
 }
 #endif
+
+ptrdiff_t sk_conv_direct_filter_span(ptrdiff_t ow) {
+#if SK_X86
+    // Rows narrow enough for tiles of ≤ 6 pixels take 64 filters per tile, else 32.
+    return tile_width(ow) <= PNARROW ? 64 : 32;
+#else
+    (void)ow;
+    return 32;
+#endif
+}
 
 #if SK_X86
 SK_TARGET_AVX512 static int32_t direct_avx512(const float *xp, ptrdiff_t channels, ptrdiff_t hp, ptrdiff_t wp,
@@ -145,18 +175,19 @@ SK_TARGET_AVX512 static int32_t direct_avx512(const float *xp, ptrdiff_t channel
     ptrdiff_t off[1024], taps = kh * kw, k = channels * taps;
     for (ptrdiff_t i = 0; i < kh; i++)
         for (ptrdiff_t j = 0; j < kw; j++) off[i * kw + j] = i * dh * wp + j * dw;
-    lane_ep eps[2];
+    lane_ep eps[VMAX];
     int epilogue_used = epilogue && ((epilogue->scale && epilogue->shift) || epilogue->count > 0);
     const int s = sw == 1 ? 0 : sw == 2 ? 1 : 2;
-    const ptrdiff_t pw = tile_width(ow);
-    for (ptrdiff_t fb = f0; fb < f1; fb += 32) {
+    const ptrdiff_t pw = tile_width(ow), span = sk_conv_direct_filter_span(ow);
+    for (ptrdiff_t fb = f0; fb < f1; fb += span) {
         tile_args a;
-        ptrdiff_t n0 = f1 - fb < 16 ? f1 - fb : 16, n1 = f1 - fb - 16 < 0 ? 0 : (f1 - fb - 16 < 16 ? f1 - fb - 16 : 16);
-        int v = n1 > 0 ? 2 : 1;
-        a.filters[0] = n0;
-        a.filters[1] = n1;
-        a.w0 = packed + fb * k;
-        a.w1 = v == 2 ? packed + (fb + 16) * k : a.w0;
+        int v = 0;
+        for (int q = 0; q < VMAX; q++) {
+            ptrdiff_t left = f1 - fb - 16 * q, n = 16 * q >= span || left <= 0 ? 0 : (left < 16 ? left : 16);
+            a.filters[q] = n;
+            a.w[q] = packed + (n > 0 ? fb + 16 * q : fb) * k;
+            if (n > 0) v = q + 1;
+        }
         for (int q = 0; q < v; q++) {
             ptrdiff_t n = a.filters[q];
             __mmask16 mask = first_lanes(n);

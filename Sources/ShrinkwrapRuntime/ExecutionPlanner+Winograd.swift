@@ -21,12 +21,15 @@ extension ExecutionPlanner {
     mutating func useWinogradFilters() {
         for i in graph.nodes.indices where graph.nodes[i].opType == "Conv" {
             let n = graph.nodes[i]
-            guard n.outputs.count == 1, n.inputs.count >= 2, n.inputs.count <= 4, n.attributes[NNKernels.winogradAttribute] == nil,
+            // After the direct pass (input 5 set, input 4 left empty): 2-D Convs stay on the direct kernel.
+            let direct = n.attributes[NNKernels.directAttribute] != nil
+            guard n.outputs.count == 1, n.inputs.count >= 2, n.inputs.count <= (direct ? 6 : 4), n.attributes[NNKernels.winogradAttribute] == nil,
                   let w = floatConstant(n.inputs[1]), let wf = w.floats, w.rank == 3 || w.rank == 4 else { continue }
             if case .int(let g)? = n.attributes["group"], g != 1 { continue }
             guard Self.unitStridesAndDilations(n, rank: w.rank) else { continue }
             let filters = w.shape[0], channels = w.shape[1]
             let kh = w.rank == 4 ? w.shape[2] : 1, kw = w.shape[w.rank - 1]
+            if direct && kh != 1 && kw != 1 { continue }
             let least = kh == 1 || kw == 1 ? 128 : 64
             guard filters >= least, channels >= least, let axes = NNKernels.winogradAxes(kh: kh, kw: kw),
                   axes.h.alpha * axes.w.alpha * filters * channels <= Self.winogradLimit,
@@ -34,8 +37,8 @@ extension ExecutionPlanner {
             let name = freshName("\(n.inputs[1])_winograd")
             graph.setConstant(Constant(name: name, tensor: u))
             var conv = n
-            while conv.inputs.count < 4 { conv.inputs.append("") }
-            conv.inputs.append(name)
+            while conv.inputs.count < 5 { conv.inputs.append("") }
+            conv.inputs[4] = name
             conv.attributes[NNKernels.winogradAttribute] = .ints([kh, kw])
             graph.nodes[i] = conv
         }

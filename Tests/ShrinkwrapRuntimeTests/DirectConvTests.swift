@@ -80,6 +80,10 @@ final class DirectConvTests: XCTestCase {
         Geometry(channels: 9, filters: 40, hp: 1, wp: 70, kh: 1, kw: 7, sh: 1, sw: 1, dh: 1, dw: 3),
         Geometry(channels: 1, filters: 64, hp: 8, wp: 14, kh: 3, kw: 3, sh: 1, sw: 1, dh: 1, dw: 1),
         Geometry(channels: 6, filters: 20, hp: 17, wp: 8, kh: 3, kw: 2, sh: 2, sw: 1, dh: 1, dw: 1),
+        // Rows of ≤ 6 outputs: 64 filters per tile (3 or 4 vectors, the last partial).
+        Geometry(channels: 5, filters: 61, hp: 4, wp: 6, kh: 3, kw: 3, sh: 1, sw: 1, dh: 1, dw: 1),
+        Geometry(channels: 9, filters: 40, hp: 3, wp: 13, kh: 1, kw: 3, sh: 1, sw: 2, dh: 1, dw: 1),
+        Geometry(channels: 4, filters: 130, hp: 2, wp: 5, kh: 1, kw: 2, sh: 1, sw: 3, dh: 1, dw: 1),
     ]
 
     /// Every geometry: the contract's bits, with and without bias, NaN and infinities in the input.
@@ -221,13 +225,25 @@ final class DirectConvTests: XCTestCase {
             let rows = t.c / t.group * t.kernel.reduce(1, *)
             XCTAssertEqual(packed, [t.group * sk_conv_direct_packed_count(t.m / t.group, rows)], "\(t)")
         }
-        // Not: depthwise, a 1-D conv Winograd takes (≥ 128 channels each way), filters that are an input, another level.
-        let depthwise = Case(name: "depthwise", c: 8, m: 8, group: 8, spatial: [9, 9], kernel: [3, 3], attributes: ["group": .int(8)])
+        // A 1-D conv Winograd may take (≥ 128 channels each way) gets both sets of filters (Winograd's as input 4);
+        // 2-D Convs never get Winograd's at this level.
         let wide = Case(name: "1-D 128", c: 128, m: 128, spatial: [40], kernel: [5], attributes: ["pads": .ints([2, 2])])
+        let square = Case(name: "3x3 128", c: 128, m: 128, spatial: [12, 12], kernel: [3, 3], attributes: ["pads": .ints([1, 1, 1, 1])])
+        for (t, winograd) in [(wide, true), (square, false)] {
+            var planner = ExecutionPlanner(graph: graph(t, seed: 1), threads: 1)
+            try planner.run(optimize: true)
+            let conv = try XCTUnwrap(planner.graph.nodes.first { $0.opType == "Conv" })
+            XCTAssertEqual(conv.attributes[NNKernels.directAttribute], .int(1), "\(t)")
+            XCTAssertEqual(conv.attributes[NNKernels.winogradAttribute] != nil, winograd, "\(t)")
+            XCTAssertEqual(conv.inputs.count, 6, "\(t)")
+            XCTAssertEqual(conv.inputs[4].isEmpty, !winograd, "\(t)")
+        }
+        // Not: depthwise, filters that are an input, another level.
+        let depthwise = Case(name: "depthwise", c: 8, m: 8, group: 8, spatial: [9, 9], kernel: [3, 3], attributes: ["group": .int(8)])
         var variable = graph(Self.cases[0], seed: 1)
         variable.removeConstant(named: "W")
         variable.inputs.append(ValueInfo(name: "W", dtype: .float32, shape: [24, 16, 3, 3].map(Dim.fixed)))
-        for g in [graph(depthwise, seed: 1), graph(wide, seed: 1), variable] {
+        for g in [graph(depthwise, seed: 1), variable] {
             var planner = ExecutionPlanner(graph: g, threads: 1)
             try planner.run(optimize: true)
             XCTAssertNil(planner.graph.nodes.first { $0.opType == "Conv" }?.attributes[NNKernels.directAttribute])

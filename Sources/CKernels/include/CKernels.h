@@ -95,6 +95,9 @@ int32_t sk_depthwise_lanes(int32_t level, const float *x, ptrdiff_t xstride, ptr
 /// sk_depthwise_lanes with channel arrays indexed by f. Each element's bits depend only on its own
 /// filter and window. Returns 0, doing nothing, at a level without the kernel or for arguments out of
 /// range (a window past the padded input, more than 1024 taps, an unknown activation).
+/// Filters per tile for output rows `ow` wide (32, or 64 for rows of ≤ 6): callers splitting the filters
+/// between threads give each part a multiple of it.
+ptrdiff_t sk_conv_direct_filter_span(ptrdiff_t ow);
 ptrdiff_t sk_conv_direct_packed_count(ptrdiff_t m, ptrdiff_t k);
 void sk_conv_direct_pack(const float *w, ptrdiff_t m, ptrdiff_t k, float *packed);
 int32_t sk_conv_direct(int32_t level, const float *xp, ptrdiff_t channels, ptrdiff_t hp, ptrdiff_t wp,

@@ -37,7 +37,7 @@ extension NNKernels {
     }
 
     /// Conv (1-D or 2-D) by sk_conv_direct: per batch item and group, the input with the conv's padding in
-    /// it (the input itself when there is none), then (pair of 16-filter blocks, output row) items shared
+    /// it (the input itself when there is none), then (32 or 64 filters, output row) items shared
     /// between threads. False, writing nothing, when the padded input would be too large.
     static func directConv(x: UnsafePointer<Float>, packed: UnsafePointer<Float>, bias: [Float]?,
                            y: UnsafeMutablePointer<Float>, batch n: Int, channels ch: Int, filters m: Int, group: Int,
@@ -61,7 +61,7 @@ extension NNKernels {
         let hp = max(in1 + p1, need1.partialValue + (k1 - 1) * d1 + 1), wp = max(in2 + p2, need2.partialValue + (k2 - 1) * d2 + 1)
         let padded = p1 != 0 || p2 != 0 || hp != in1 || wp != in2
         guard hp < 1 << 24, wp < 1 << 24, !padded || cg * hp * wp <= 1 << 28 else { return false }
-        let pIn = in1 * in2, pOut = o1 * o2, pairs = (mg + 31) / 32
+        let span = sk_conv_direct_filter_span(o2), pIn = in1 * in2, pOut = o1 * o2, parts = (mg + span - 1) / span
         let level = SIMDKernels.level
         let biasValues = bias ?? []
         var scratch = padded ? uninitializedFloats(cg * hp * wp) : []
@@ -82,11 +82,11 @@ extension NNKernels {
                             let srcs = SendablePointer(UnsafeMutablePointer(mutating: src))
                             let out = ys.p + (b * m + g * mg) * pOut
                             let bp = bias == nil ? nil : bb.baseAddress.map { $0 + g * mg }
-                            parallelChunks(pairs * o1, threads: threads) { items in
+                            parallelChunks(parts * o1, threads: threads) { items in
                                 var item = items.lowerBound
                                 while item < items.upperBound {
-                                    let pair = item / o1, r0 = item % o1, r1 = min(o1, r0 + items.upperBound - item)
-                                    let f0 = pair * 32, f1 = min(mg, f0 + 32)
+                                    let part = item / o1, r0 = item % o1, r1 = min(o1, r0 + items.upperBound - item)
+                                    let f0 = part * span, f1 = min(mg, f0 + span)
                                     // Arguments checked above; the kernel refuses nothing here (see sk_conv_direct).
                                     _ = sk_conv_direct(level, srcs.p, cg, hp, wp, packed + g * each, mg, k1, k2, s1, s2, d1, d2, bp,
                                                        out, pOut, o1, o2, f0, f1, r0, r1, lane)
