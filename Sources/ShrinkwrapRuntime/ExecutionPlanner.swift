@@ -62,6 +62,7 @@ struct ExecutionPlanner {
         fuseConvActivations()
         useDirectFilters()
         useWinogradFilters()
+        transposeRecurrentWeights()
         fuseOneHotMatMuls()
         fuseElementwiseChains()
     }

@@ -296,4 +296,32 @@ final class RecurrentKernelTests: XCTestCase {
         XCTAssertEqual(out[0].floats, [Half.round(tanhf(0.5))])
         XCTAssertEqual(out[0].floats, [Float(1893) / 4096])
     }
+
+    /// The planner transposes a constant R once (input 8); the steps then give the bits of the kernel
+    /// transposing it itself, for every cell, both directions, 1 and 2 threads.
+    func testPlannerTransposedRGivesTheSameBits() throws {
+        var rand = Rand(s: 77)
+        let T = 5, B = 2, I = 7, H = 24
+        for (op, g) in [("RNN", 1), ("GRU", 3), ("LSTM", 4)] {
+            let consts = [Constant(name: "W", tensor: f(rand.array(2 * g * H * I), [2, g * H, I])),
+                          Constant(name: "R", tensor: f(rand.array(2 * g * H * H), [2, g * H, H])),
+                          Constant(name: "B", tensor: f(rand.array(2 * 2 * g * H), [2, 2 * g * H]))]
+            let node = Node(name: "n", opType: op, inputs: ["x", "W", "R", "B"], outputs: ["Y"],
+                            attributes: ["hidden_size": .int(H), "direction": .string("bidirectional")])
+            let graph = Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: [T, B, I].map(Dim.fixed))],
+                              outputs: [ValueInfo(name: "Y", dtype: .float32, shape: nil)], nodes: [node], constants: consts)
+            var planner = ExecutionPlanner(graph: graph, threads: 1)
+            try planner.run(optimize: true)
+            let planned = try XCTUnwrap(planner.graph.nodes.first)
+            XCTAssertEqual(planned.attributes[RecurrentKernels.transposedRAttribute], .int(1), op)
+            XCTAssertEqual(planned.inputs.count, 9, op)
+            XCTAssertEqual(planner.graph.constant(named: planned.inputs[8])?.encoding.shape, [2, H, g * H], op)
+            let x = f(rand.array(T * B * I), [T, B, I])
+            let unplanned = try XCTUnwrap(Interpreter(graph: graph, options: .init(optimize: false)).run(["x": x])["Y"]?.floats)
+            for threads in [1, 2] {
+                let y = try XCTUnwrap(Interpreter(graph: graph, options: .init(threads: threads)).run(["x": x])["Y"]?.floats)
+                XCTAssertEqual(y.map(\.bitPattern), unplanned.map(\.bitPattern), "\(op) threads \(threads)")
+            }
+        }
+    }
 }

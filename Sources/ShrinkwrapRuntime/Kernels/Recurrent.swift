@@ -77,6 +77,7 @@ public enum RecurrentKernels {
         var x: [Float] = []        // [seq, batch, input]
         var w: [Float] = []        // [dirs, G·H, input]
         var r: [Float] = []        // [dirs, G·H, H]
+        var rt: [Float] = []       // [dirs, H, G·H]: R transposed, for the step's h · Rᵀ
         var bias: [Float] = []     // [dirs, 2·G·H] (Wb then Rb)
         var lens: [Int] = []       // [batch]
         var h0: [Float] = []       // [dirs, batch, H]
@@ -135,6 +136,7 @@ public enum RecurrentKernels {
         }
         s.w = wv
         s.r = rv
+        s.rt = try transposedRecurrentWeights(c, rv, dirs: d, rows: g * h, hidden: h)
         if let bt = c.optionalInput(3) {
             guard bt.shape == [d, 2 * g * h], let bv = bt.floats else { throw c.fail("B has shape \(bt.shape), expected \([d, 2 * g * h])") }
             s.bias = bv
@@ -194,6 +196,33 @@ public enum RecurrentKernels {
             s.acts.append(list)
         }
         return s
+    }
+
+    /// The planner-internal attribute marking a recurrent node whose R the planner transposed at load
+    /// (input 8: [dirs, H, G·H]).
+    public static let transposedRAttribute = "__shrinkwrap_transposed_r"
+
+    /// R [dirs, rows, hidden] as [dirs, hidden, rows]: the planner's (input 8), else transposed now, so
+    /// the planner changes no bits. The steps then multiply h by it without a transpose: OpenBLAS's
+    /// small kernel for h · Rᵀ (one row, a dot product per gate) took 39 % of oww-hey-mycroft.
+    static func transposedRecurrentWeights(_ c: KernelContext, _ r: [Float], dirs: Int, rows: Int, hidden: Int) throws -> [Float] {
+        if try c.int(transposedRAttribute, default: 0) == 1 {
+            guard let t = c.optionalInput(8), let v = t.floats, v.count == r.count else {
+                throw c.badAttribute(transposedRAttribute, "needs R transposed as input 8")
+            }
+            return v
+        }
+        return transposed(r, dirs: dirs, rows: rows, columns: hidden)
+    }
+
+    /// [dirs, rows, columns] → [dirs, columns, rows].
+    static func transposed(_ v: [Float], dirs: Int, rows: Int, columns: Int) -> [Float] {
+        var out = [Float](repeating: 0, count: v.count)
+        for d in 0..<dirs {
+            let base = d * rows * columns
+            for i in 0..<rows { for j in 0..<columns { out[base + j * rows + i] = v[base + i * columns + j] } }
+        }
+        return out
     }
 
     /// [a, b, n] → [b, a, n].
@@ -344,11 +373,13 @@ public enum RecurrentKernels {
         let rOff = d * GH * H
         let nR = o.cell == .gru && !o.linearBeforeReset ? 2 * H : GH
         buf.hState.withUnsafeBufferPointer { hp in
-            s.r.withUnsafeBufferPointer { rp in
+            s.rt.withUnsafeBufferPointer { rp in
                 buf.hr.withUnsafeMutableBufferPointer { op in
                     guard let hb = hp.baseAddress, let rb = rp.baseAddress, let ob = op.baseAddress else { return }
-                    GEMM.sgemm(transA: false, transB: true, m: B, n: nR, k: H, a: hb, lda: H,
-                               b: rb + rOff, ldb: H, c: ob, ldc: GH, threads: o.threads)
+                    // Shrinkwrap's kernel: its bits depend on nothing but the row, the column and H (not
+                    // on the batch size or the split between threads).
+                    GEMM.portable(transA: false, transB: false, m: B, n: nR, k: H, alpha: 1, a: hb, lda: H,
+                                  b: rb + rOff, ldb: GH, beta: 0, c: ob, ldc: GH, threads: o.threads)
                 }
             }
         }
