@@ -125,7 +125,7 @@ int32_t sk_depthwise_lanes(int32_t level, const float *x, ptrdiff_t xstride, ptr
     if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 || o0 < 0 || o1 > oh || o0 >= o1) return 0;
     ptrdiff_t kc = kh * kw;
     lane_ep ep;
-    if (!load_ep(epilogue, channel0, channels, &ep)) return 0;
+    if (!load_ep(epilogue, channel0, channels, &ep, 0)) return 0;
     // Every vector of the scratch on its own 64-byte line (a load across two lines costs two).
     float *wp = scratch + ((16 - ((uintptr_t)scratch / sizeof(float)) % 16) % 16), *bp = wp + kc * 16, *p = bp + 16;
     for (ptrdiff_t t = 0; t < kc; t++)

@@ -43,20 +43,26 @@ typedef struct {
     __m512 a, s, p0[SK_LANE_EPILOGUE_MAX], p1[SK_LANE_EPILOGUE_MAX];
 } lane_ep;
 
-/// Loads `e` for channels channel0 ..< channel0 + channels (other lanes 0); 0 for an unknown activation.
-SK_TARGET_AVX512 static int load_ep(const sk_lane_epilogue *e, ptrdiff_t channel0, ptrdiff_t channels, lane_ep *l) {
+/// Loads `e` for channels channel0 ..< channel0 + channels (other lanes 0), or with `broadcast` channel0's
+/// values in every lane (a kernel with the pixels in the lanes); 0 for an unknown activation.
+SK_TARGET_AVX512 static inline __m512 ep_values(const float *v, ptrdiff_t channel0, __mmask16 m, int broadcast) {
+    return broadcast ? _mm512_set1_ps(v[channel0]) : _mm512_maskz_loadu_ps(m, v + channel0);
+}
+
+SK_TARGET_AVX512 static int load_ep(const sk_lane_epilogue *e, ptrdiff_t channel0, ptrdiff_t channels, lane_ep *l,
+                                    int broadcast) {
     __mmask16 m = first_lanes(channels);
     l->affine = e && e->scale && e->shift;
     l->count = e ? e->count : 0;
     if (l->count < 0 || l->count > SK_LANE_EPILOGUE_MAX) return 0;
     if (l->affine) {
-        l->a = _mm512_maskz_loadu_ps(m, e->scale + channel0);
-        l->s = _mm512_maskz_loadu_ps(m, e->shift + channel0);
+        l->a = ep_values(e->scale, channel0, m, broadcast);
+        l->s = ep_values(e->shift, channel0, m, broadcast);
     }
     for (int i = 0; i < l->count; i++) {
         l->op[i] = e->op[i];
         if (l->op[i] < SK_ACT_RELU || l->op[i] > SK_ACT_MIN) return 0;
-        l->p0[i] = l->op[i] == SK_ACT_PRELU && e->slopes[i] ? _mm512_maskz_loadu_ps(m, e->slopes[i] + channel0)
+        l->p0[i] = l->op[i] == SK_ACT_PRELU && e->slopes[i] ? ep_values(e->slopes[i], channel0, m, broadcast)
                                                            : _mm512_set1_ps(e->p0[i]);
         l->p1[i] = _mm512_set1_ps(e->p1[i]);
         l->first[i] = e->p1[i] != 0;

@@ -24,14 +24,20 @@ final class DirectConvTests: XCTestCase {
         var description: String { "c\(channels) m\(filters) \(hp)×\(wp) k\(kh)×\(kw) s\(sh),\(sw) d\(dh),\(dw)" }
     }
 
-    /// The contract, element by element: a fused chain from 0 over (c, i, j), then + bias.
+    /// The contract, element by element: per block of max(1, 64 / taps) channels a fused chain from 0 over
+    /// (c, i, j), the blocks' chains added in order, then + bias.
     func reference(_ g: Geometry, x: [Float], w: [Float], bias: [Float]?) -> [Float] {
         var y = [Float](repeating: 0, count: g.filters * g.oh * g.ow)
+        let block = max(1, 64 / (g.kh * g.kw))
         for f in 0..<g.filters {
             for oy in 0..<g.oh {
                 for ox in 0..<g.ow {
-                    var acc: Float = 0
+                    var acc: Float = 0, total: Float = 0
                     for c in 0..<g.channels {
+                        if c > 0 && c % block == 0 {
+                            total = c == block ? acc : total + acc
+                            acc = 0
+                        }
                         for i in 0..<g.kh {
                             for j in 0..<g.kw {
                                 let xv = x[(c * g.hp + oy * g.sh + i * g.dh) * g.wp + ox * g.sw + j * g.dw]
@@ -39,6 +45,7 @@ final class DirectConvTests: XCTestCase {
                             }
                         }
                     }
+                    if g.channels > block { acc = total + acc }
                     y[(f * g.oh + oy) * g.ow + ox] = bias.map { acc + $0[f] } ?? acc
                 }
             }
@@ -84,6 +91,10 @@ final class DirectConvTests: XCTestCase {
         Geometry(channels: 5, filters: 61, hp: 4, wp: 6, kh: 3, kw: 3, sh: 1, sw: 1, dh: 1, dw: 1),
         Geometry(channels: 9, filters: 40, hp: 3, wp: 13, kh: 1, kw: 3, sh: 1, sw: 2, dh: 1, dw: 1),
         Geometry(channels: 4, filters: 130, hp: 2, wp: 5, kh: 1, kw: 2, sh: 1, sw: 3, dh: 1, dw: 1),
+        // Several blocks of the sum: 3 × 3 taps (7 channels a block), 1 × 1 (64), a tap count past 64.
+        Geometry(channels: 70, filters: 20, hp: 6, wp: 9, kh: 3, kw: 3, sh: 1, sw: 1, dh: 1, dw: 1),
+        Geometry(channels: 600, filters: 17, hp: 3, wp: 7, kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1),
+        Geometry(channels: 3, filters: 16, hp: 20, wp: 20, kh: 9, kw: 9, sh: 3, sw: 3, dh: 1, dw: 1),
     ]
 
     /// Every geometry: the contract's bits, with and without bias, NaN and infinities in the input.
@@ -99,6 +110,49 @@ final class DirectConvTests: XCTestCase {
             for b in [bias, nil] {
                 let got = try XCTUnwrap(direct(g, x: x, w: w, bias: b), "\(g)")
                 XCTAssertTrue(same(got, reference(g, x: x, w: w, bias: b)), "\(g) bias \(b != nil)")
+            }
+        }
+    }
+
+    /// The pixels-in-lanes kernel for 1 × 1 convs: the direct kernel's bits, whole and in parts (filters from
+    /// a multiple of 8, any pixel range, tails of 1 … 47 pixels), with an epilogue too.
+    func testPointwiseGivesTheDirectKernelsBits() throws {
+        try requireDirect()
+        var rng = SplitMix(seed: 45)
+        let ep = ConvEpilogue(bias: nil, scale: random(600, &rng), shift: random(600, &rng), activations: [.leakyRelu(alpha: 0.2)])
+        for (c, m, h, w) in [(7, 33, 6, 16), (600, 17, 3, 7), (32, 8, 5, 19), (1, 70, 1, 1), (128, 40, 9, 11)] {
+            let g = Geometry(channels: c, filters: m, hp: h, wp: w, kh: 1, kw: 1, sh: 1, sw: 1, dh: 1, dw: 1)
+            let x = random(c * h * w, &rng), wt = random(m * c, &rng), bias = random(m, &rng)
+            var packed = [Float](repeating: .nan, count: sk_conv_direct_packed_count(m, c))
+            wt.withUnsafeBufferPointer { wb in packed.withUnsafeMutableBufferPointer { sk_conv_direct_pack(wb.baseAddress!, m, c, $0.baseAddress!) } }
+            let pixels = h * w
+            for lane in [false, true] {
+                let want = try XCTUnwrap(lane ? ep.withLaneEpilogue { direct(g, x: x, w: wt, bias: bias, epilogue: $0) } ?? nil
+                                              : direct(g, x: x, w: wt, bias: bias), "\(g)")
+                for (fs, ps) in [(0..<m, 0..<pixels), (8..<m, 3..<max(4, pixels - 2))] where fs.lowerBound < m && ps.upperBound <= pixels {
+                    var y = [Float](repeating: .nan, count: m * pixels)
+                    let done = x.withUnsafeBufferPointer { xb in packed.withUnsafeBufferPointer { pb in y.withUnsafeMutableBufferPointer { yb in
+                        bias.withUnsafeBufferPointer { bb in
+                            let (xp, pp, yp, bp) = (xb.baseAddress!, pb.baseAddress!, yb.baseAddress!, bb.baseAddress!)
+                            func run(_ e: UnsafePointer<sk_lane_epilogue>?) -> Int32 {
+                                sk_conv_pointwise(SIMDKernels.avx512, xp, c, pixels, pp, m, bp, yp, pixels, fs.lowerBound, fs.upperBound,
+                                                  ps.lowerBound, ps.upperBound, e)
+                            }
+                            return lane ? ep.withLaneEpilogue { run($0) } ?? 0 : run(nil)
+                        }
+                    } } }
+                    XCTAssertEqual(done, 1, "\(g)")
+                    for f in 0..<m {
+                        for q in 0..<pixels {
+                            let i = f * pixels + q
+                            if fs.contains(f) && ps.contains(q) {
+                                XCTAssertEqual(y[i].bitPattern, want[i].bitPattern, "\(g) f\(f) p\(q) epilogue \(lane)")
+                            } else {
+                                XCTAssertTrue(y[i].isNaN, "\(g) f\(f) p\(q) written outside the part")
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -90,8 +90,10 @@ int32_t sk_depthwise_lanes(int32_t level, const float *x, ptrdiff_t xstride, ptr
 /// past m). `xp` is the input with the conv's padding already in it: `channels` planes of hp × wp, plane c
 /// at xp + c · hp · wp. Output element (f, oy, ox), for filters [f0, f1) (f0 a multiple of 16) and output
 /// rows [r0, r1), is written at y + f · ystride + oy · ow + ox:
-///   acc = 0; for c, i < kh, j < kw in increasing order: acc = fma(w[f][c][i][j], xp[c][oy·sh + i·dh][ox·sw + j·dw], acc)
-/// then acc + bias[f] (a rounded add; none when bias is NULL), then `epilogue` (NULL: none) as in
+///   total = 0; for each block of B = max(1, 64 / (kh·kw)) channels in order: { acc = 0;
+///     for c in the block, i < kh, j < kw in increasing order: acc = fma(w[f][c][i][j], xp[c][oy·sh + i·dh][ox·sw + j·dw], acc);
+///     total = (first block) ? acc : total + acc }
+/// then total + bias[f] (a rounded add; none when bias is NULL), then `epilogue` (NULL: none) as in
 /// sk_depthwise_lanes with channel arrays indexed by f. Each element's bits depend only on its own
 /// filter and window. Returns 0, doing nothing, at a level without the kernel or for arguments out of
 /// range (a window past the padded input, more than 1024 taps, an unknown activation).
@@ -100,6 +102,13 @@ int32_t sk_depthwise_lanes(int32_t level, const float *x, ptrdiff_t xstride, ptr
 ptrdiff_t sk_conv_direct_filter_span(ptrdiff_t ow);
 ptrdiff_t sk_conv_direct_packed_count(ptrdiff_t m, ptrdiff_t k);
 void sk_conv_direct_pack(const float *w, ptrdiff_t m, ptrdiff_t k, float *packed);
+/// The same convolution when it is 1 × 1, stride 1 and unpadded, with the pixels in the lanes instead (8
+/// filters × 48 pixels per tile, no transposes: faster for few input channels): x holds `channels` planes
+/// of `pixels` floats, output (f, p) for filters [f0, f1) (f0 a multiple of 8) and pixels [p0, p1) goes to
+/// y + f · ystride + p. Each element is computed exactly as sk_conv_direct computes it (the same bits).
+int32_t sk_conv_pointwise(int32_t level, const float *x, ptrdiff_t channels, ptrdiff_t pixels, const float *packed,
+                          ptrdiff_t m, const float *bias, float *y, ptrdiff_t ystride, ptrdiff_t f0, ptrdiff_t f1,
+                          ptrdiff_t p0, ptrdiff_t p1, const sk_lane_epilogue *epilogue);
 int32_t sk_conv_direct(int32_t level, const float *xp, ptrdiff_t channels, ptrdiff_t hp, ptrdiff_t wp,
                        const float *packed, ptrdiff_t m, ptrdiff_t kh, ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw,
                        ptrdiff_t dh, ptrdiff_t dw, const float *bias, float *y, ptrdiff_t ystride, ptrdiff_t oh,
