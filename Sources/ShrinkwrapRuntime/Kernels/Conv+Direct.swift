@@ -58,9 +58,15 @@ extension NNKernels {
         // Padded extents: every tap of every output (sizes from a file: checked before they are multiplied).
         let need1 = (o1 - 1).multipliedReportingOverflow(by: s1), need2 = (o2 - 1).multipliedReportingOverflow(by: s2)
         guard !need1.overflow, !need2.overflow, k1 < 1 << 20, k2 < 1 << 20, d1 < 1 << 20, d2 < 1 << 20 else { return false }
-        let hp = max(in1 + p1, need1.partialValue + (k1 - 1) * d1 + 1), wp = max(in2 + p2, need2.partialValue + (k2 - 1) * d2 + 1)
+        let top = in1.addingReportingOverflow(p1), left = in2.addingReportingOverflow(p2)
+        guard !top.overflow, !left.overflow, need1.partialValue < 1 << 40, need2.partialValue < 1 << 40 else { return false }
+        let hp = max(top.partialValue, need1.partialValue + (k1 - 1) * d1 + 1)
+        let wp = max(left.partialValue, need2.partialValue + (k2 - 1) * d2 + 1)
         let padded = p1 != 0 || p2 != 0 || hp != in1 || wp != in2
-        guard hp < 1 << 24, wp < 1 << 24, !padded || cg * hp * wp <= 1 << 28 else { return false }
+        // hp · wp < 2^48; the scratch (cg planes) at most 2^28 floats.
+        guard hp < 1 << 24, wp < 1 << 24 else { return false }
+        let scratchCount = cg.multipliedReportingOverflow(by: hp * wp)
+        guard !padded || (!scratchCount.overflow && scratchCount.partialValue <= 1 << 28) else { return false }
         let pIn = in1 * in2, pOut = o1 * o2
         // 1 × 1, stride 1, unpadded, few input channels: the pixels in the lanes (sk_conv_pointwise, the same
         // bits), which stores without transposes: 32 → 32 channels on 96 × 96 took 177 µs with the filters
