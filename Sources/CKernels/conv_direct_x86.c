@@ -194,7 +194,8 @@ SK_TARGET_AVX512 static int32_t direct_avx512(const float *xp, ptrdiff_t channel
                                               const float *packed, ptrdiff_t m, ptrdiff_t kh, ptrdiff_t kw, ptrdiff_t sh,
                                               ptrdiff_t sw, ptrdiff_t dh, ptrdiff_t dw, const float *bias, float *y,
                                               ptrdiff_t ystride, ptrdiff_t oh, ptrdiff_t ow, ptrdiff_t f0, ptrdiff_t f1,
-                                              ptrdiff_t r0, ptrdiff_t r1, const sk_lane_epilogue *epilogue) {
+                                              ptrdiff_t r0, ptrdiff_t r1, const sk_lane_epilogue *epilogue,
+                                              ptrdiff_t channel0) {
     if (channels < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 || oh < 1 || ow < 1) return 0;
     if (f0 < 0 || f0 % 16 != 0 || f1 > m || f0 >= f1 || r0 < 0 || r1 > oh || r0 >= r1) return 0;
     // Every tap of every output inside the padded input.
@@ -220,7 +221,7 @@ SK_TARGET_AVX512 static int32_t direct_avx512(const float *xp, ptrdiff_t channel
             ptrdiff_t n = a.filters[q];
             __mmask16 mask = first_lanes(n);
             a.bias[q] = bias ? _mm512_maskz_loadu_ps(mask, bias + fb + 16 * q) : _mm512_setzero_ps();
-            if (epilogue_used && !load_ep(epilogue, fb + 16 * q, n, &eps[q], 0)) return 0;
+            if (epilogue_used && !load_ep(epilogue, channel0 + fb + 16 * q, n, &eps[q], 0)) return 0;
             a.ep[q] = &eps[q];
         }
         a.epilogue = epilogue_used;
@@ -248,15 +249,15 @@ int32_t sk_conv_direct(int32_t level, const float *xp, ptrdiff_t channels, ptrdi
                        const float *packed, ptrdiff_t m, ptrdiff_t kh, ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw,
                        ptrdiff_t dh, ptrdiff_t dw, const float *bias, float *y, ptrdiff_t ystride, ptrdiff_t oh,
                        ptrdiff_t ow, ptrdiff_t f0, ptrdiff_t f1, ptrdiff_t r0, ptrdiff_t r1,
-                       const sk_lane_epilogue *epilogue) {
+                       const sk_lane_epilogue *epilogue, ptrdiff_t channel0) {
 #if SK_X86
     if (sk_level_clamp(level) != SK_LEVEL_AVX512) return 0;
     return direct_avx512(xp, channels, hp, wp, packed, m, kh, kw, sh, sw, dh, dw, bias, y, ystride, oh, ow, f0, f1, r0,
-                         r1, epilogue);
+                         r1, epilogue, channel0);
 #else
     (void)level; (void)xp; (void)channels; (void)hp; (void)wp; (void)packed; (void)m; (void)kh; (void)kw;
     (void)sh; (void)sw; (void)dh; (void)dw; (void)bias; (void)y; (void)ystride; (void)oh; (void)ow; (void)f0;
-    (void)f1; (void)r0; (void)r1; (void)epilogue;
+    (void)f1; (void)r0; (void)r1; (void)epilogue; (void)channel0;
     return 0;
 #endif
 }
@@ -325,7 +326,7 @@ SK_TARGET_AVX512 static void pointwise_tile(const float *x, ptrdiff_t plane, ptr
 SK_TARGET_AVX512 static int32_t pointwise_avx512(const float *x, ptrdiff_t channels, ptrdiff_t pixels,
                                                  const float *packed, ptrdiff_t m, const float *bias, float *y,
                                                  ptrdiff_t ystride, ptrdiff_t f0, ptrdiff_t f1, ptrdiff_t p0,
-                                                 ptrdiff_t p1, const sk_lane_epilogue *epilogue) {
+                                                 ptrdiff_t p1, const sk_lane_epilogue *epilogue, ptrdiff_t channel0) {
     if (channels < 1 || pixels < 1 || f0 < 0 || f0 % PW_FILTERS != 0 || f1 > m || f0 >= f1 || p0 < 0 ||
         p1 > pixels || p0 >= p1)
         return 0;
@@ -334,7 +335,7 @@ SK_TARGET_AVX512 static int32_t pointwise_avx512(const float *x, ptrdiff_t chann
         ptrdiff_t rows = f1 - f < PW_FILTERS ? f1 - f : PW_FILTERS;
         lane_ep ep[PW_FILTERS];
         for (ptrdiff_t i = 0; epilogue_used && i < rows; i++)
-            if (!load_ep(epilogue, f + i, 1, &ep[i], 1)) return 0;
+            if (!load_ep(epilogue, channel0 + f + i, 1, &ep[i], 1)) return 0;
         const float *w = packed + (f / 16) * channels * 16 + f % 16;
         for (ptrdiff_t p = p0; p < p1; p += 16 * PW_VECTORS) {
             __mmask16 mask[PW_VECTORS];
@@ -349,13 +350,13 @@ SK_TARGET_AVX512 static int32_t pointwise_avx512(const float *x, ptrdiff_t chann
 
 int32_t sk_conv_pointwise(int32_t level, const float *x, ptrdiff_t channels, ptrdiff_t pixels, const float *packed,
                           ptrdiff_t m, const float *bias, float *y, ptrdiff_t ystride, ptrdiff_t f0, ptrdiff_t f1,
-                          ptrdiff_t p0, ptrdiff_t p1, const sk_lane_epilogue *epilogue) {
+                          ptrdiff_t p0, ptrdiff_t p1, const sk_lane_epilogue *epilogue, ptrdiff_t channel0) {
 #if SK_X86
     if (sk_level_clamp(level) != SK_LEVEL_AVX512) return 0;
-    return pointwise_avx512(x, channels, pixels, packed, m, bias, y, ystride, f0, f1, p0, p1, epilogue);
+    return pointwise_avx512(x, channels, pixels, packed, m, bias, y, ystride, f0, f1, p0, p1, epilogue, channel0);
 #else
     (void)level; (void)x; (void)channels; (void)pixels; (void)packed; (void)m; (void)bias; (void)y; (void)ystride;
-    (void)f0; (void)f1; (void)p0; (void)p1; (void)epilogue;
+    (void)f0; (void)f1; (void)p0; (void)p1; (void)epilogue; (void)channel0;
     return 0;
 #endif
 }

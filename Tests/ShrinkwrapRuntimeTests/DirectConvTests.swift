@@ -64,7 +64,7 @@ final class DirectConvTests: XCTestCase {
             (bias ?? []).withUnsafeBufferPointer { bb in
                 sk_conv_direct(level, xb.baseAddress!, g.channels, g.hp, g.wp, pb.baseAddress!, g.filters, g.kh, g.kw, g.sh, g.sw,
                                g.dh, g.dw, bias == nil ? nil : bb.baseAddress!, yb.baseAddress!, g.oh * g.ow, g.oh, g.ow,
-                               fs.lowerBound, fs.upperBound, rs.lowerBound, rs.upperBound, epilogue)
+                               fs.lowerBound, fs.upperBound, rs.lowerBound, rs.upperBound, epilogue, 0)
             }
         } } }
         return done == 0 ? nil : y
@@ -136,7 +136,7 @@ final class DirectConvTests: XCTestCase {
                             let (xp, pp, yp, bp) = (xb.baseAddress!, pb.baseAddress!, yb.baseAddress!, bb.baseAddress!)
                             func run(_ e: UnsafePointer<sk_lane_epilogue>?) -> Int32 {
                                 sk_conv_pointwise(SIMDKernels.avx512, xp, c, pixels, pp, m, bp, yp, pixels, fs.lowerBound, fs.upperBound,
-                                                  ps.lowerBound, ps.upperBound, e)
+                                                  ps.lowerBound, ps.upperBound, e, 0)
                             }
                             return lane ? ep.withLaneEpilogue { run($0) } ?? 0 : run(nil)
                         }
@@ -195,7 +195,7 @@ final class DirectConvTests: XCTestCase {
         let packed = [Float](repeating: 0, count: sk_conv_direct_packed_count(g.filters, g.k))
         let past = x.withUnsafeBufferPointer { xb in packed.withUnsafeBufferPointer { pb in y.withUnsafeMutableBufferPointer { yb in
             sk_conv_direct(SIMDKernels.avx512, xb.baseAddress!, g.channels, g.hp, g.wp, pb.baseAddress!, g.filters, g.kh, g.kw, 1, 1,
-                           1, 1, nil, yb.baseAddress!, (g.oh + 1) * g.ow, g.oh + 1, g.ow, 0, g.filters, 0, g.oh + 1, nil)
+                           1, 1, nil, yb.baseAddress!, (g.oh + 1) * g.ow, g.oh + 1, g.ow, 0, g.filters, 0, g.oh + 1, nil, 0)
         } } }
         XCTAssertEqual(past, 0)
         var e = sk_lane_epilogue()
@@ -394,6 +394,35 @@ final class DirectConvTests: XCTestCase {
             let bias = try XCTUnwrap(g.constant(named: "B")?.encoding.decoded().floats)
             let geo = Geometry(channels: t.c, filters: t.m, hp: hp, wp: wp, kh: t.kernel[0], kw: t.kernel[1], sh: 1, sw: 1, dh: 1, dw: 1)
             XCTAssertTrue(same(y, reference(geo, x: xp, w: weights, bias: bias)), "\(t)")
+        }
+    }
+
+    /// A grouped Conv with a BatchNormalization and a per-channel PRelu fused into it (the lane epilogue
+    /// reads each group's own scales and slopes), 3 × 3 and 1 × 1 (the pointwise kernel): the unfused
+    /// nodes' bits. light_shufflenet's grouped 1 × 1 convs read the first group's.
+    func testGroupedConvFusedEpilogueReadsEachGroupsChannels() throws {
+        try requireDirect()
+        SIMDKernels.level = SIMDKernels.avx512
+        for (k, group, c, m) in [(3, 2, 8, 48), (1, 3, 24, 60)] {
+            var rng = SplitMix(seed: UInt64(50 + k))
+            var consts = [Constant(name: "W", tensor: Tensor(random(m * c / group * k * k, &rng), shape: [m, c / group, k, k])),
+                          Constant(name: "slope", tensor: Tensor(random(m, &rng), shape: [m, 1, 1]))]
+            for (name, lo) in [("s", Float(0.5)), ("beta", -1), ("mu", -1), ("var", 0.1)] {
+                consts.append(Constant(name: name, tensor: Tensor(random(m, &rng).map { lo + 1 + $0 }, shape: [m])))
+            }
+            let nodes = [Node(name: "conv", opType: "Conv", inputs: ["x", "W"], outputs: ["c"],
+                              attributes: ["pads": .ints([k / 2, k / 2, k / 2, k / 2]), "group": .int(group)]),
+                         Node(name: "bn", opType: "BatchNormalization", inputs: ["c", "s", "beta", "mu", "var"], outputs: ["b"]),
+                         Node(name: "prelu", opType: "PRelu", inputs: ["b", "slope"], outputs: ["y"])]
+            let g = Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: [1, c, 9, 10].map(Dim.fixed))],
+                          outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)], nodes: nodes, constants: consts)
+            var planner = ExecutionPlanner(graph: g, threads: 1)
+            try planner.run(optimize: true)
+            XCTAssertEqual(planner.graph.nodes.map(\.opType), ["Conv"], "BatchNormalization and PRelu fused")
+            let x = Tensor(random(c * 90, &rng).map { $0 * 3 }, shape: [1, c, 9, 10])
+            let fused = try XCTUnwrap(Interpreter(graph: g, options: .init(threads: 2)).run(["x": x])["y"]?.floats)
+            let separate = try XCTUnwrap(Interpreter(graph: g, options: .init(optimize: false)).run(["x": x])["y"]?.floats)
+            XCTAssertTrue(same(fused, separate), "k\(k) group \(group)")
         }
     }
 }

@@ -94,7 +94,7 @@ int32_t sk_depthwise_lanes(int32_t level, const float *x, ptrdiff_t xstride, ptr
 ///     for c in the block, i < kh, j < kw in increasing order: acc = fma(w[f][c][i][j], xp[c][oy·sh + i·dh][ox·sw + j·dw], acc);
 ///     total = (first block) ? acc : total + acc }
 /// then total + bias[f] (a rounded add; none when bias is NULL), then `epilogue` (NULL: none) as in
-/// sk_depthwise_lanes with channel arrays indexed by f. Each element's bits depend only on its own
+/// sk_depthwise_lanes with channel arrays indexed by channel0 + f (a group's first channel). Each element's bits depend only on its own
 /// filter and window. Returns 0, doing nothing, at a level without the kernel or for arguments out of
 /// range (a window past the padded input, more than 1024 taps, an unknown activation).
 /// Filters per tile for output rows `ow` wide (32, or 64 for rows of ≤ 6): callers splitting the filters
@@ -108,12 +108,12 @@ void sk_conv_direct_pack(const float *w, ptrdiff_t m, ptrdiff_t k, float *packed
 /// y + f · ystride + p. Each element is computed exactly as sk_conv_direct computes it (the same bits).
 int32_t sk_conv_pointwise(int32_t level, const float *x, ptrdiff_t channels, ptrdiff_t pixels, const float *packed,
                           ptrdiff_t m, const float *bias, float *y, ptrdiff_t ystride, ptrdiff_t f0, ptrdiff_t f1,
-                          ptrdiff_t p0, ptrdiff_t p1, const sk_lane_epilogue *epilogue);
+                          ptrdiff_t p0, ptrdiff_t p1, const sk_lane_epilogue *epilogue, ptrdiff_t channel0);
 int32_t sk_conv_direct(int32_t level, const float *xp, ptrdiff_t channels, ptrdiff_t hp, ptrdiff_t wp,
                        const float *packed, ptrdiff_t m, ptrdiff_t kh, ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw,
                        ptrdiff_t dh, ptrdiff_t dw, const float *bias, float *y, ptrdiff_t ystride, ptrdiff_t oh,
                        ptrdiff_t ow, ptrdiff_t f0, ptrdiff_t f1, ptrdiff_t r0, ptrdiff_t r1,
-                       const sk_lane_epilogue *epilogue);
+                       const sk_lane_epilogue *epilogue, ptrdiff_t channel0);
 
 /// Unary functions over `n` floats, `y` may equal `x` (no other overlap; in place runs as fast). Accuracy (tested against double-precision libm
 /// over a dense sweep of the float range): exp ≤ 2 ulp (0 for x < −103.98, +inf above 88.73), tanh and

@@ -105,10 +105,10 @@ extension NNKernels {
                                     // Arguments checked above; the kernels refuse nothing here.
                                     if pointwise {
                                         _ = sk_conv_pointwise(level, srcs.p, cg, pOut, packed + g * each, mg, bp, out, pOut, f0, f1,
-                                                              q0, q1, lane)
+                                                              q0, q1, lane, g * mg)
                                     } else {
                                         _ = sk_conv_direct(level, srcs.p, cg, hp, wp, packed + g * each, mg, k1, k2, s1, s2, d1, d2,
-                                                           bp, out, pOut, o1, o2, f0, f1, u0, u1, lane)
+                                                           bp, out, pOut, o1, o2, f0, f1, u0, u1, lane, g * mg)
                                     }
                                     if perChannel {
                                         for f in f0..<f1 {
