@@ -4,7 +4,8 @@ import ShrinkwrapIR
 public enum Broadcast {
     /// The broadcast shape of several shapes, or nil when they are incompatible.
     public static func shape(_ shapes: [[Int]]) -> [Int]? {
-        let rank = shapes.map(\.count).max() ?? 0
+        var rank = 0
+        for s in shapes { rank = Swift.max(rank, s.count) }
         var out = [Int](repeating: 1, count: rank)
         for s in shapes {
             let off = rank - s.count

@@ -107,12 +107,18 @@ struct ExecutionPlanner {
 
     // MARK: 5. loop invariants
 
-    /// Loops run only what changes from one iteration to the next: carried values the body
-    /// hands back unchanged become captures, and body nodes that read only captures and
+    /// Loops run only what changes from one iteration to the next: paddle2onnx's copies become
+    /// Identity (`replacingZeroAssignments`, the one step that may change a bit: −0 stays −0),
+    /// carried values the body hands back unchanged become captures, and body nodes that read only captures and
     /// constants run once, in front of the Loop (folded there when they read only constants).
-    /// Values keep their bits.
+    /// Other values keep their bits.
     mutating func hoistLoopInvariants() throws {
         guard graph.nodes.contains(where: { $0.opType == "Loop" }) else { return }
+        graph = graph.replacingZeroAssignments().graph
+        for k in graph.nodes.indices where graph.nodes[k].opType == "Loop" {
+            guard case .graph(let body)? = graph.nodes[k].attributes["body"] else { continue }
+            graph.nodes[k].attributes["body"] = .graph(body.replacingZeroAssignments().graph)
+        }
         let hoisted = graph.hoistingLoopInvariants().graph.hoistingLoopInvariantNodes()
         graph = hoisted.graph
         if hoisted.hoisted > 0 { try foldConstants() }  // what the bodies computed from their constants alone

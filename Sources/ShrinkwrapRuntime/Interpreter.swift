@@ -31,12 +31,17 @@ public final class Interpreter: @unchecked Sendable {
     public let graph: Graph
     public let options: Options
 
-    private struct Step {
-        let node: Node
+    /// A class, so that walking the steps retains one reference per node, not every field.
+    private final class Step {
+        let node: NodeRef
         let kernel: Kernel
         let inputSlots: [Int]   // -1 for an omitted input
         let outputSlots: [Int]  // -1 for an omitted output
         let freeAfter: [Int]    // slots whose last reader is this step
+        init(node: Node, kernel: @escaping Kernel, inputSlots: [Int], outputSlots: [Int], freeAfter: [Int]) {
+            self.node = NodeRef(node); self.kernel = kernel
+            self.inputSlots = inputSlots; self.outputSlots = outputSlots; self.freeAfter = freeAfter
+        }
     }
 
     private var slotOf: [String: Int] = [:]
@@ -130,27 +135,28 @@ public final class Interpreter: @unchecked Sendable {
             values[s] = t
         }
         let inner = intoSubgraphs ? observe : nil
+        let threads = options.threads
+        // One argument buffer for every step: the context releases it before the next step.
+        var args = [Tensor?]()
         for step in steps {
-            var args = [Tensor?]()
-            args.reserveCapacity(step.inputSlots.count)
+            args.removeAll(keepingCapacity: true)
             for s in step.inputSlots {
                 guard s >= 0 else { args.append(nil); continue }
                 guard let v = values[s] else {
-                    throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
+                    throw KernelError.invalidInput(node: step.node.node.label, op: step.node.node.opType,
                                                    reason: "input '\(slotNames[s])' has no value")
                 }
                 args.append(v)
             }
-            let ctx = KernelContext(node: step.node, inputs: args, threads: options.threads, observe: inner)
-            let outs = try step.kernel(ctx)
+            let outs = try step.kernel(KernelContext(step.node, inputs: args, threads: threads, observe: inner))
             for (i, s) in step.outputSlots.enumerated() where s >= 0 {
                 guard i < outs.count else {
-                    throw KernelError.invalidInput(node: step.node.label, op: step.node.opType,
+                    throw KernelError.invalidInput(node: step.node.node.label, op: step.node.node.opType,
                                                    reason: "output \(i) ('\(slotNames[s])') is not produced by this kernel")
                 }
                 values[s] = outs[i]
             }
-            observe?(step.node, outs)
+            observe?(step.node.node, outs)
             for s in step.freeAfter { values[s] = nil }
         }
         return try outputSlots.map { name, s in

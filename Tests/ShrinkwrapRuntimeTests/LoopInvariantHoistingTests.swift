@@ -107,4 +107,69 @@ final class LoopInvariantHoistingTests: XCTestCase {
             XCTAssertEqual(ran, [go ? "then_use" : "else_use", "if"], "the Concat of constants ran at load")
         }
     }
+
+    /// paddle2onnx copies each carried value with Unsqueeze → Add 0 → Squeeze. The interpreter reads
+    /// the chain as the value itself, so the copied weight counts as unchanged and what the body
+    /// computes from it runs once; a chain adding anything but 0, or copying a value that changes,
+    /// stays in the body. Results equal the unoptimized graph's.
+    func testPaddleCopiesOfCarriedValuesAreUnchangedValues() throws {
+        func copy(_ v: String, _ zero: String, _ tag: String) -> [Node] {
+            [Node(name: tag + "_u", opType: "Unsqueeze", inputs: [v, "axis0"], outputs: [tag + "_1"]),
+             Node(name: tag + "_a", opType: "Add", inputs: [tag + "_1", zero], outputs: [tag + "_2"]),
+             Node(name: tag + "_s", opType: "Squeeze", inputs: [tag + "_2", "axis0"], outputs: [tag + "_out"])]
+        }
+        var body = Graph(name: "body")
+        body.inputs = [ValueInfo(name: "i", dtype: .int64, shape: []), ValueInfo(name: "c", dtype: .bool, shape: []),
+                       ValueInfo(name: "acc", dtype: .float32, shape: nil), ValueInfo(name: "w", dtype: .float32, shape: nil),
+                       ValueInfo(name: "k", dtype: .int64, shape: nil), ValueInfo(name: "v", dtype: .float32, shape: nil)]
+        body.setConstant(Constant(name: "axis0", tensor: Tensor(ints: [0], shape: [1])))
+        body.setConstant(Constant(name: "fzero", tensor: Tensor([0], shape: [1])))
+        body.setConstant(Constant(name: "izero", tensor: Tensor(ints: [0], shape: [1])))
+        body.setConstant(Constant(name: "half", tensor: Tensor([0.5], shape: [1])))
+        body.nodes = [Node(name: "mul", opType: "Mul", inputs: ["x", "w"], outputs: ["xw"]),
+                      Node(name: "add", opType: "Add", inputs: ["acc", "xw"], outputs: ["acc2"]),
+                      Node(name: "kx", opType: "Cast", inputs: ["k"], outputs: ["kf"], attributes: ["to": .int(1)]),
+                      Node(name: "vk", opType: "Mul", inputs: ["v", "kf"], outputs: ["vv"]),
+                      Node(name: "keep", opType: "Identity", inputs: ["c"], outputs: ["c2"])]
+            + copy("w", "fzero", "wcopy") + copy("k", "izero", "kcopy") + copy("vv", "fzero", "vcopy")
+            + copy("acc2", "half", "acopy")
+        body.outputs = [ValueInfo(name: "c2", dtype: .bool, shape: nil), ValueInfo(name: "acopy_out", dtype: .float32, shape: nil),
+                        ValueInfo(name: "wcopy_out", dtype: .float32, shape: nil), ValueInfo(name: "kcopy_out", dtype: .int64, shape: nil),
+                        ValueInfo(name: "vcopy_out", dtype: .float32, shape: nil)]
+        var g = Graph(name: "paddle")
+        g.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(2), .fixed(3)]), ValueInfo(name: "go", dtype: .bool, shape: [])]
+        g.setConstant(Constant(name: "m", tensor: .scalar(int: 4)))
+        g.setConstant(Constant(name: "acc0", tensor: Tensor([Float](repeating: 0.25, count: 6), shape: [2, 3])))
+        g.setConstant(Constant(name: "w0", tensor: Tensor([1, 2, 3, -4, 5, -6], shape: [2, 3])))
+        g.setConstant(Constant(name: "k0", tensor: Tensor(ints: [3, -2], shape: [2])))
+        g.setConstant(Constant(name: "v0", tensor: Tensor([1, 1], shape: [2])))
+        g.nodes = [Node(name: "loop", opType: "Loop", inputs: ["m", "go", "acc0", "w0", "k0", "v0"],
+                        outputs: ["acc_final", "w_final", "k_final", "v_final"], attributes: ["body": .graph(body)]),
+                   Node(name: "neg", opType: "Neg", inputs: ["w_final"], outputs: ["nw"])]
+        g.outputs = ["acc_final", "nw", "k_final", "v_final"].map { ValueInfo(name: $0, dtype: nil, shape: nil) }
+
+        for threads in [1, 2] {
+            let plain = try run(g, optimize: false, threads: threads)
+            var ran: [String: Int] = [:]
+            let fast = try Interpreter(graph: g, options: .init(threads: threads, optimize: true))
+                .run(feed(), observe: { node, _ in ran[node.name, default: 0] += 1 }, intoSubgraphs: true)
+            XCTAssertEqual(Set(plain.keys), Set(fast.keys))
+            for (k, t) in plain { XCTAssertEqual(fast[k], t, "output \(k), \(threads) threads") }
+            // 4 iterations of acc + x·w, then + 0.5 (a copy that adds 0.5 is no copy).
+            let x: [Float] = [1, -2, 3, 0.5, 4, -1], w: [Float] = [1, 2, 3, -4, 5, -6]
+            XCTAssertEqual(fast["acc_final"]?.floats, zip(x, w).map { xi, wi in
+                var a: Float = 0.25
+                for _ in 0..<4 { a = (a + xi * wi) + 0.5 }
+                return a
+            })
+            XCTAssertEqual(fast["k_final"]?.ints, [3, -2])
+            XCTAssertEqual(fast["v_final"]?.floats, [81, 16])  // v · k per iteration: 3⁴, (−2)⁴
+            XCTAssertEqual(ran["mul"], 1, "x · w runs once, in front of the loop: \(ran)")
+            XCTAssertNil(ran["kx"], "the integer copy is the value itself too: Cast(k0) of a constant folds at load")
+            XCTAssertEqual(ran["vk"], 4, "v changes: its product stays in the body")
+            XCTAssertEqual(ran["acopy_a"], 4, "adding 0.5 is no copy")
+            XCTAssertEqual(ran["vcopy_a"], nil, "the copy of a changing value is one Identity")
+            XCTAssertEqual(ran["vcopy_s"], 4)
+        }
+    }
 }

@@ -1,7 +1,8 @@
 /// hoist-loop-invariants: a Loop-carried value the body hands back unchanged
 /// (body output j is body input j) is not carried any more: the body reads the
 /// value the Loop was given instead, as a capture, and the Loop's final value
-/// for it is that same value. Then localize-loop-constants: outer constants a
+/// for it is that same value. "Unchanged" looks through Identity nodes; those
+/// that then copy a value nobody reads leave the body. Then localize-loop-constants: outer constants a
 /// body reads are copied into the body, and outer constants nobody else reads
 /// are dropped.
 ///
@@ -29,11 +30,12 @@ extension Graph {
             let carried = node.inputs.count - 2
             guard carried > 0, body.inputs.count == carried + 2, body.outputs.count >= carried + 1 else { continue }
             let bodyDefined = body.definedNames
+            let copied = body.identitySources
             var keep: [Int] = []
             var map: [String: String] = [:]
             for j in 0..<carried {
                 let formal = body.inputs[2 + j].name, given = node.inputs[2 + j]
-                let invariant = body.outputs[1 + j].name == formal && !given.isEmpty
+                let invariant = copied.origin(of: body.outputs[1 + j].name) == formal && !given.isEmpty
                     && !(bodyDefined.contains(given) && given != formal)  // the body would shadow the outer value
                     && !body.outputs.enumerated().contains { $0.offset != 1 + j && $0.element.name == formal }
                 if invariant { map[formal] = given } else { keep.append(j) }
@@ -50,7 +52,7 @@ extension Graph {
             }
             body.inputs = Array(body.inputs.prefix(2)) + keep.map { body.inputs[2 + $0] }
             body.outputs = [body.outputs[0]] + keep.map { body.outputs[1 + $0] } + body.outputs.dropFirst(1 + carried)
-            body = body.renamingCaptures(map)
+            body = body.droppingUnreadIdentities().renamingCaptures(map)
             node.inputs = Array(node.inputs.prefix(2)) + keep.map { node.inputs[2 + $0] }
             let scans = node.outputs.count > carried ? Array(node.outputs[carried...]) : []
             node.outputs = keep.map { $0 < node.outputs.count ? node.outputs[$0] : "" } + scans
@@ -87,5 +89,39 @@ extension Graph {
         let read = Set(g.nodes.flatMap(\.readNames)).union(g.outputs.map(\.name)).union(g.inputs.map(\.name))
         for c in constants where !read.contains(c.name) { g.removeConstant(named: c.name) }
         return g
+    }
+}
+
+extension Graph {
+    /// Identity nodes' outputs mapped to their inputs.
+    struct IdentitySources {
+        var input: [String: String] = [:]
+        /// The value `name` copies through any number of Identity nodes (itself when none).
+        func origin(of name: String) -> String {
+            var v = name
+            var seen = Set<String>()
+            while let next = input[v], seen.insert(v).inserted { v = next }
+            return v
+        }
+    }
+
+    var identitySources: IdentitySources {
+        var s = IdentitySources()
+        for n in nodes where n.opType == "Identity" && n.inputs.count == 1 && n.outputs.count == 1 && !n.inputs[0].isEmpty {
+            s.input[n.outputs[0]] = n.inputs[0]
+        }
+        return s
+    }
+
+    /// The graph without Identity nodes whose result no node and no output reads.
+    func droppingUnreadIdentities() -> Graph {
+        var g = self
+        while true {
+            var read = Set(g.outputs.map(\.name))
+            for n in g.nodes { read.formUnion(n.readNames) }
+            let before = g.nodes.count
+            g.nodes.removeAll { $0.opType == "Identity" && $0.outputs.allSatisfy { !read.contains($0) } }
+            if g.nodes.count == before { return g }
+        }
     }
 }

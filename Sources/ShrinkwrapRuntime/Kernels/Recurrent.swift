@@ -238,10 +238,39 @@ public enum RecurrentKernels {
                             linearBeforeReset: try c.int("linear_before_reset", default: 0) != 0,
                             inputForget: try c.int("input_forget", default: 0) != 0,
                             threads: c.threads)
+        if s.dirs == 2 && o.threads >= 2 { return outputTensors(bothDirectionsAtOnce(s, o), s, cell: cell) }
         var out = Outputs(s)
         var buffers = StepBuffers(s, cell: cell)
         for d in 0..<s.dirs { runDirection(d, s, o, &buffers, &out) }
         return outputTensors(out, s, cell: cell)
+    }
+
+    /// A bidirectional layer's directions are independent: one thread each, with the arithmetic
+    /// of one after the other (each direction's steps on one thread, its input projection too),
+    /// so the bits do not change. Sequences of small steps cannot use two threads any other way.
+    private static func bothDirectionsAtOnce(_ s: Setup, _ o: StepOptions) -> Outputs {
+        let one = StepOptions(cell: o.cell, linearBeforeReset: o.linearBeforeReset, inputForget: o.inputForget, threads: 1)
+        var parts = [Outputs(s), Outputs(s)]
+        parts.withUnsafeMutableBufferPointer { pp in
+            guard let base = pp.baseAddress else { return }
+            let p = SendablePointer(base)
+            parallelChunks(2, threads: 2) { range in
+                for d in range {
+                    var buffers = StepBuffers(s, cell: o.cell)
+                    runDirection(d, s, one, &buffers, &p.p[d])
+                }
+            }
+        }
+        // Direction 1's values into direction 0's outputs.
+        var out = parts[0]
+        let B = s.batch, H = s.hidden, BH = B * H
+        for t in 0..<s.seq {
+            let at = (t * 2 + 1) * BH
+            out.y.replaceSubrange(at..<(at + BH), with: parts[1].y[at..<(at + BH)])
+        }
+        out.yh.replaceSubrange(BH..<(2 * BH), with: parts[1].yh[BH..<(2 * BH)])
+        out.yc.replaceSubrange(BH..<(2 * BH), with: parts[1].yc[BH..<(2 * BH)])
+        return out
     }
 
     // MARK: - Steps of `run`
