@@ -73,11 +73,13 @@ public enum ControlFlow {
         }
         let captures = node.capturedNames
         let explicit = node.inputs.count
-        func captured(_ c: KernelContext, for runner: SubgraphRunner) throws -> [Tensor] {
-            try runner.captures.map { name in
-                guard let k = captures.firstIndex(of: name), explicit + k < c.inputs.count, let t = c.inputs[explicit + k] else {
-                    throw c.fail("captured value '\(name)' has no value")
-                }
+        /// Where each capture of `runner` is among the node's inputs (looked up once, not per run).
+        func positions(_ runner: SubgraphRunner) -> [(String, Int?)] {
+            runner.captures.map { name in (name, captures.firstIndex(of: name).map { explicit + $0 }) }
+        }
+        func captured(_ c: KernelContext, _ at: [(String, Int?)]) throws -> [Tensor] {
+            try at.map { name, k in
+                guard let k, k < c.inputs.count, let t = c.inputs[k] else { throw c.fail("captured value '\(name)' has no value") }
                 return t
             }
         }
@@ -88,14 +90,16 @@ public enum ControlFlow {
                 throw KernelError.invalidInput(node: node.label, op: "If",
                                                reason: "a branch has \(b.outputs.count) outputs, the node \(node.outputs.count)")
             }
+            let thenAt = positions(thenBranch), elseAt = positions(elseBranch)
             return { c in
-                let taken = try condition(c, try c.input(0), what: "condition") ? thenBranch : elseBranch
-                return try taken.run([], captured: try captured(c, for: taken), observe: c.observe)
+                let yes = try condition(c, try c.input(0), what: "condition")
+                return try (yes ? thenBranch : elseBranch).run([], captured: try captured(c, yes ? thenAt : elseAt), observe: c.observe)
             }
         case "Loop":
             let body = try branch("body")
             try checkLoopShape(node, body)
-            return { c in try runLoop(c, body: body, captured: try captured(c, for: body)) }
+            let bodyAt = positions(body)
+            return { c in try runLoop(c, body: body, captured: try captured(c, bodyAt)) }
         default:
             throw KernelError.noKernel(op: node.opType)
         }

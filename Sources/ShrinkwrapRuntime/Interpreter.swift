@@ -46,9 +46,9 @@ public final class Interpreter: @unchecked Sendable {
 
     private var slotOf: [String: Int] = [:]
     private var slotNames: [String] = []
-    private var constantValues: [Int: Tensor] = [:]
-    /// Every slot's value before a run: the constants, nil elsewhere.
-    private var initialValues: [Tensor?] = []
+    /// The constants by slot, nil elsewhere. A run reads them from here, not from a copy: copying
+    /// them into each run's values would retain and release every weight of a loop body per iteration.
+    private var constantSlots: [Tensor?] = []
     private var steps: [Step] = []
     private var inputSlots: [(ValueInfo, Int)] = []
     private var outputSlots: [(String, Int)] = []
@@ -74,6 +74,7 @@ public final class Interpreter: @unchecked Sendable {
             slotNames.append(name)
             return s
         }
+        var constantValues: [Int: Tensor] = [:]
         for c in g.constants { constantValues[slot(c.name)] = c.encoding.decoded() }
         for i in g.runtimeInputs { inputSlots.append((i, slot(i.name))) }
         var lastUse: [Int: Int] = [:]
@@ -97,8 +98,9 @@ public final class Interpreter: @unchecked Sendable {
             else { throw KernelError.noKernel(op: n.opType) }
             steps.append(Step(node: n, kernel: k, inputSlots: ins, outputSlots: outs, freeAfter: freeAt[si]))
         }
-        initialValues = [Tensor?](repeating: nil, count: slotNames.count)
-        for (s, t) in constantValues { initialValues[s] = t }
+        var byslot = [Tensor?](repeating: nil, count: slotNames.count)
+        for (s, t) in constantValues { byslot[s] = t }
+        constantSlots = byslot
     }
 
     /// Runs the graph. `inputs` maps every runtime input name to a tensor.
@@ -129,7 +131,9 @@ public final class Interpreter: @unchecked Sendable {
             throw KernelError.badGraphInput(name: inputSlots.dropFirst(feeds.count).first?.0.name ?? "?",
                                             reason: "\(inputSlots.count) inputs expected, \(feeds.count) given")
         }
-        var values = initialValues
+        // What the run makes (and its inputs, which take the place of a constant of the same name).
+        let constants = constantSlots  // a local: no exclusivity check per read
+        var values = [Tensor?](repeating: nil, count: constants.count)
         for ((info, s), t) in zip(inputSlots, feeds) {
             try Interpreter.check(t, against: info)
             values[s] = t
@@ -142,11 +146,14 @@ public final class Interpreter: @unchecked Sendable {
             args.removeAll(keepingCapacity: true)
             for s in step.inputSlots {
                 guard s >= 0 else { args.append(nil); continue }
-                guard let v = values[s] else {
+                if let v = values[s] {
+                    args.append(v)
+                } else if let v = constants[s] {
+                    args.append(v)
+                } else {
                     throw KernelError.invalidInput(node: step.node.node.label, op: step.node.node.opType,
                                                    reason: "input '\(slotNames[s])' has no value")
                 }
-                args.append(v)
             }
             let outs = try step.kernel(KernelContext(step.node, inputs: args, threads: threads, observe: inner))
             for (i, s) in step.outputSlots.enumerated() where s >= 0 {
@@ -160,7 +167,7 @@ public final class Interpreter: @unchecked Sendable {
             for s in step.freeAfter { values[s] = nil }
         }
         return try outputSlots.map { name, s in
-            guard let t = values[s] else { throw GraphError.undefinedOutput(name) }
+            guard let t = values[s] ?? constants[s] else { throw GraphError.undefinedOutput(name) }
             return t
         }
     }
