@@ -85,6 +85,61 @@ SK_ATTR static void SK_NAME(exp)(const float *x, float *y, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; i++) y[i] = SK_NAME(exp1)(x[i]);
 }
 
+/// The interpreter's Softmax exponent (Swift's EWKit.fastExp), operation for operation: a rounded multiply
+/// and a rounded add everywhere (never SK_MADD), so every level gives the Swift code's bits. Swift's
+/// max(a, b) is b >= a ? b : a and min(a, b) is b < a ? b : a (NaN passes both).
+SK_INL float SK_NAME(softmax_exp1)(float x) {
+    float xc = -87.33654f >= x ? -87.33654f : x;
+    xc = 88.0f < xc ? 88.0f : xc;
+    const float magic = 12582912.0f;
+    float t = xc * 1.44269504088896341f + magic;
+    float nf = t - magic;
+    float r = (xc - nf * 0.693359375f) + nf * 2.12194440e-4f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    float scale = SK_NAME(fromBits)((SK_NAME(bits)(t) - 0x4B400000u + 127u) << 23);
+    return x < -87.33654f ? 0.0f : p * scale;
+}
+
+/// Softmax (log_softmax: LogSoftmax) of one contiguous row, with the bits of the interpreter's Swift
+/// definition: m = the largest non-NaN element (16 running maxima; the only order effect, which zero's
+/// sign is kept, changes no result); e = softmax_exp1(x − m) (m = 0 when not finite); the sum in eight
+/// interleaved partial sums ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)), then the tail in order;
+/// then e / sum, or (x − m) − log(sum).
+SK_ATTR static void SK_NAME(softmax_row)(const float *x, float *y, ptrdiff_t len, int log_softmax) {
+    float mm[16];
+    for (int k = 0; k < 16; k++) mm[k] = -__builtin_inff();
+    ptrdiff_t j = 0;
+    for (; j + 16 <= len; j += 16)
+        for (int k = 0; k < 16; k++) mm[k] = x[j + k] > mm[k] ? x[j + k] : mm[k];
+    float m = -__builtin_inff();
+    for (int k = 0; k < 16; k++) m = mm[k] > m ? mm[k] : m;
+    for (; j < len; j++) m = x[j] > m ? x[j] : m;
+    float shift = (m - m == 0.0f) ? m : 0.0f;
+    SK_ELEMENTWISE_LOOP
+    for (ptrdiff_t i = 0; i < len; i++) y[i] = SK_NAME(softmax_exp1)(x[i] - shift);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    j = 0;
+    for (; j + 8 <= len; j += 8)
+        for (int k = 0; k < 8; k++) acc[k] += y[j + k];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; j < len; j++) s += y[j];
+    if (log_softmax) {
+        float ls = logf(s);
+        SK_ELEMENTWISE_LOOP
+        for (ptrdiff_t i = 0; i < len; i++) y[i] = (x[i] - shift) - ls;
+    } else {
+        SK_ELEMENTWISE_LOOP
+        for (ptrdiff_t i = 0; i < len; i++) y[i] = y[i] / s;
+    }
+}
+
 SK_ATTR static void SK_NAME(tanh)(const float *x, float *y, ptrdiff_t n) {
     SK_ELEMENTWISE_LOOP
     for (ptrdiff_t i = 0; i < n; i++) y[i] = SK_NAME(tanh1)(x[i]);

@@ -2,6 +2,7 @@
 #pragma STDC FP_CONTRACT OFF
 #include "CKernels.h"
 #include "internal.h"
+#include <math.h>
 #include <string.h>
 
 #define SK_ATTR
@@ -40,6 +41,9 @@
 #endif
 
 void sk_exp(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(exp, x, y, n) }
+void sk_softmax_row(int32_t level, const float *x, float *y, ptrdiff_t len, int32_t log_softmax) {
+    SK_DISPATCH(softmax_row, x, y, len, log_softmax)
+}
 void sk_tanh(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(tanh, x, y, n) }
 void sk_sigmoid(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(sigmoid, x, y, n) }
 void sk_swish(int32_t level, const float *x, float *y, ptrdiff_t n, float alpha) { SK_DISPATCH(swish, x, y, n, alpha) }

@@ -119,6 +119,9 @@ int32_t sk_conv_direct(int32_t level, const float *xp, ptrdiff_t channels, ptrdi
 /// over a dense sweep of the float range): exp ≤ 2 ulp (0 for x < −103.98, +inf above 88.73), tanh and
 /// sigmoid ≤ 3 ulp; NaN stays NaN, ±inf and ±0 map as the functions do.
 void sk_exp(int32_t level, const float *x, float *y, ptrdiff_t n);
+/// Softmax (log_softmax ≠ 0: LogSoftmax) of one contiguous row of len floats into y (not overlapping x),
+/// with the bits of the interpreter's Swift definition (ActivationKernels) on every level.
+void sk_softmax_row(int32_t level, const float *x, float *y, ptrdiff_t len, int32_t log_softmax);
 void sk_tanh(int32_t level, const float *x, float *y, ptrdiff_t n);
 void sk_sigmoid(int32_t level, const float *x, float *y, ptrdiff_t n);
 /// x · sigmoid(alpha · x).

@@ -1,3 +1,4 @@
+import CKernels
 import ShrinkwrapIR
 #if canImport(Glibc)
 import Glibc
@@ -295,29 +296,13 @@ public enum ActivationKernels {
         return Tensor(dtype: t.dtype, shape: t.shape, storage: .float(out))
     }
 
-    /// Softmax of one contiguous row; the sum uses eight interleaved partial
-    /// sums (a fixed order, so results do not depend on threading).
+    /// Softmax of one contiguous row: the largest non-NaN element m (0 when not finite) is subtracted,
+    /// e = fastExp(x − m), the sum uses eight interleaved partial sums (a fixed order, so results do not
+    /// depend on threading), then e / sum or (x − m) − log(sum). CKernels' vectorised instance of exactly
+    /// this (`sk_softmax_row`, the same bits on every level; Swift itself is compiled for baseline x86-64).
     @inline(__always)
     static func softmaxRow(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, log: Bool) {
-        var m = -Float.infinity
-        for j in 0..<len where x[j] > m { m = x[j] }
-        let shift = m.isFinite ? m : 0
-        for j in 0..<len { y[j] = EWKit.fastExp(x[j] - shift) }
-        var acc = (Float(0), Float(0), Float(0), Float(0), Float(0), Float(0), Float(0), Float(0))
-        var j = 0
-        while j + 8 <= len {
-            acc.0 += y[j]; acc.1 += y[j + 1]; acc.2 += y[j + 2]; acc.3 += y[j + 3]
-            acc.4 += y[j + 4]; acc.5 += y[j + 5]; acc.6 += y[j + 6]; acc.7 += y[j + 7]
-            j += 8
-        }
-        var s = ((acc.0 + acc.1) + (acc.2 + acc.3)) + ((acc.4 + acc.5) + (acc.6 + acc.7))
-        while j < len { s += y[j]; j += 1 }
-        if log {
-            let ls = logf(s)
-            for k in 0..<len { y[k] = (x[k] - shift) - ls }
-        } else {
-            for k in 0..<len { y[k] = y[k] / s }
-        }
+        sk_softmax_row(SIMDKernels.level, x, y, len, log ? 1 : 0)
     }
 
     /// Softmax over the middle axis of a [len, inner] block, for its first `count` inner positions:
