@@ -85,9 +85,11 @@ SK_ATTR static void SK_NAME(exp)(const float *x, float *y, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; i++) y[i] = SK_NAME(exp1)(x[i]);
 }
 
-/// The interpreter's Softmax exponent (Swift's EWKit.fastExp), operation for operation: a rounded multiply
-/// and a rounded add everywhere (never SK_MADD), so every level gives the Swift code's bits. Swift's
-/// max(a, b) is b >= a ? b : a and min(a, b) is b < a ? b : a (NaN passes both).
+/// The interpreter's Softmax exponent: x clamped to [−87.33654, 88] (NaN passes), n = round(x / ln 2)
+/// through the 1.5·2²³ trick, r = x − n·ln 2 in two parts, e^r by its degree-7 Taylor polynomial, times
+/// 2ⁿ from the exponent bits; 0 below −87.33654. A rounded multiply and a rounded add everywhere (never
+/// SK_MADD), so every level gives the same bits; it is the only definition (Softmax and LogSoftmax, rows
+/// and columns, run here).
 SK_INL float SK_NAME(softmax_exp1)(float x) {
     float xc = -87.33654f >= x ? -87.33654f : x;
     xc = 88.0f < xc ? 88.0f : xc;
@@ -137,6 +139,42 @@ SK_ATTR static void SK_NAME(softmax_row)(const float *x, float *y, ptrdiff_t len
     } else {
         SK_ELEMENTWISE_LOOP
         for (ptrdiff_t i = 0; i < len; i++) y[i] = y[i] / s;
+    }
+}
+
+/// Softmax (log_softmax: LogSoftmax) over the middle axis of a [len, inner] block, for its first `count`
+/// inner positions (each its own softmax): per position the largest non-NaN value m (0 when not
+/// finite), e = softmax_exp1(x − m) summed in row order, then e / sum or (x − m) − log(sum). `m` and `s`
+/// are count floats of scratch. Contiguous inner loops, so the compiler vectorises across positions.
+SK_ATTR static void SK_NAME(softmax_columns)(const float *x, float *y, ptrdiff_t len, ptrdiff_t inner,
+                                             ptrdiff_t count, int log_softmax, float *m, float *s) {
+    for (ptrdiff_t k = 0; k < count; k++) { m[k] = -__builtin_inff(); s[k] = 0.0f; }
+    for (ptrdiff_t l = 0; l < len; l++) {
+        const float *row = x + l * inner;
+        for (ptrdiff_t k = 0; k < count; k++) m[k] = row[k] > m[k] ? row[k] : m[k];
+    }
+    for (ptrdiff_t k = 0; k < count; k++) m[k] = (m[k] - m[k] == 0.0f) ? m[k] : 0.0f;
+    for (ptrdiff_t l = 0; l < len; l++) {
+        const float *row = x + l * inner;
+        float *out = y + l * inner;
+        for (ptrdiff_t k = 0; k < count; k++) {
+            float e = SK_NAME(softmax_exp1)(row[k] - m[k]);
+            out[k] = e;
+            s[k] += e;
+        }
+    }
+    if (log_softmax) {
+        for (ptrdiff_t k = 0; k < count; k++) s[k] = logf(s[k]);
+        for (ptrdiff_t l = 0; l < len; l++) {
+            const float *row = x + l * inner;
+            float *out = y + l * inner;
+            for (ptrdiff_t k = 0; k < count; k++) out[k] = (row[k] - m[k]) - s[k];
+        }
+    } else {
+        for (ptrdiff_t l = 0; l < len; l++) {
+            float *out = y + l * inner;
+            for (ptrdiff_t k = 0; k < count; k++) out[k] = out[k] / s[k];
+        }
     }
 }
 

@@ -44,6 +44,10 @@ void sk_exp(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(
 void sk_softmax_row(int32_t level, const float *x, float *y, ptrdiff_t len, int32_t log_softmax) {
     SK_DISPATCH(softmax_row, x, y, len, log_softmax)
 }
+void sk_softmax_columns(int32_t level, const float *x, float *y, ptrdiff_t len, ptrdiff_t inner, ptrdiff_t count,
+                        int32_t log_softmax, float *m, float *s) {
+    SK_DISPATCH(softmax_columns, x, y, len, inner, count, log_softmax, m, s)
+}
 void sk_tanh(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(tanh, x, y, n) }
 void sk_sigmoid(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(sigmoid, x, y, n) }
 void sk_swish(int32_t level, const float *x, float *y, ptrdiff_t n, float alpha) { SK_DISPATCH(swish, x, y, n, alpha) }

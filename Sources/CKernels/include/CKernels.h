@@ -119,9 +119,15 @@ int32_t sk_conv_direct(int32_t level, const float *xp, ptrdiff_t channels, ptrdi
 /// over a dense sweep of the float range): exp ≤ 2 ulp (0 for x < −103.98, +inf above 88.73), tanh and
 /// sigmoid ≤ 3 ulp; NaN stays NaN, ±inf and ±0 map as the functions do.
 void sk_exp(int32_t level, const float *x, float *y, ptrdiff_t n);
-/// Softmax (log_softmax ≠ 0: LogSoftmax) of one contiguous row of len floats into y (not overlapping x),
-/// with the bits of the interpreter's Swift definition (ActivationKernels) on every level.
+/// Softmax (log_softmax ≠ 0: LogSoftmax) of one contiguous row of len floats into y (not overlapping x):
+/// m = the largest non-NaN element (0 when not finite), e = exp(x − m) by the interpreter's own exp, the
+/// sum in eight interleaved partial sums ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) then the tail,
+/// then e / sum or (x − m) − log(sum). The same bits on every level.
 void sk_softmax_row(int32_t level, const float *x, float *y, ptrdiff_t len, int32_t log_softmax);
+/// The same over the middle axis of a [len, inner] block for its first `count` inner positions (each its
+/// own softmax, summed in row order); m and s: count floats of scratch. The same bits on every level.
+void sk_softmax_columns(int32_t level, const float *x, float *y, ptrdiff_t len, ptrdiff_t inner, ptrdiff_t count,
+                        int32_t log_softmax, float *m, float *s);
 void sk_tanh(int32_t level, const float *x, float *y, ptrdiff_t n);
 void sk_sigmoid(int32_t level, const float *x, float *y, ptrdiff_t n);
 /// x · sigmoid(alpha · x).

@@ -296,46 +296,19 @@ public enum ActivationKernels {
         return Tensor(dtype: t.dtype, shape: t.shape, storage: .float(out))
     }
 
-    /// Softmax of one contiguous row: the largest non-NaN element m (0 when not finite) is subtracted,
-    /// e = fastExp(x − m), the sum uses eight interleaved partial sums (a fixed order, so results do not
-    /// depend on threading), then e / sum or (x − m) − log(sum). CKernels' vectorised instance of exactly
-    /// this (`sk_softmax_row`, the same bits on every level; Swift itself is compiled for baseline x86-64).
+    /// Softmax of one contiguous row, on CKernels (`sk_softmax_row` defines it: Swift is compiled for
+    /// baseline x86-64, the C kernel is vectorised per level with the same bits on each).
     @inline(__always)
     static func softmaxRow(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, log: Bool) {
         sk_softmax_row(SIMDKernels.level, x, y, len, log ? 1 : 0)
     }
 
     /// Softmax over the middle axis of a [len, inner] block, for its first `count` inner positions:
-    /// every inner position is its own softmax, computed with contiguous inner loops.
+    /// every inner position is its own softmax (`sk_softmax_columns`).
     @inline(__always)
     static func softmaxBlock(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ len: Int, _ inner: Int,
                              count: Int, log: Bool, _ m: UnsafeMutablePointer<Float>, _ s: UnsafeMutablePointer<Float>) {
-        for k in 0..<count { m[k] = -.infinity; s[k] = 0 }
-        for l in 0..<len {
-            let row = x + l * inner
-            for k in 0..<count where row[k] > m[k] { m[k] = row[k] }
-        }
-        for k in 0..<count where !m[k].isFinite { m[k] = 0 }
-        for l in 0..<len {
-            let row = x + l * inner, out = y + l * inner
-            for k in 0..<count {
-                let e = EWKit.fastExp(row[k] - m[k])
-                out[k] = e
-                s[k] += e
-            }
-        }
-        if log {
-            for k in 0..<count { s[k] = logf(s[k]) }
-            for l in 0..<len {
-                let row = x + l * inner, out = y + l * inner
-                for k in 0..<count { out[k] = (row[k] - m[k]) - s[k] }
-            }
-        } else {
-            for l in 0..<len {
-                let out = y + l * inner
-                for k in 0..<count { out[k] = out[k] / s[k] }
-            }
-        }
+        sk_softmax_columns(SIMDKernels.level, x, y, len, inner, count, log ? 1 : 0, m, s)
     }
 
     /// Hardmax of one column of `len` elements spaced `step` apart: 1 at the first maximum.

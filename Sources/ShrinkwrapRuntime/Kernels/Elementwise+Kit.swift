@@ -12,37 +12,6 @@ enum EWKit {
     /// Minimum elements per parallel chunk for a costly op (exp, erf, pow).
     static let costlyGrain = 1 << 14
 
-    // MARK: fast exp
-
-    /// e^x for x ≤ 88, branch-free so loops over it vectorize; relative error
-    /// about 2·10⁻⁷ (a couple of float ulps). Below -87.33 (where e^x leaves
-    /// the normal range) it returns 0; NaN stays NaN. Used where exp is the
-    /// hot spot (Sigmoid, Softmax); the Exp op itself uses libm.
-    ///
-    /// Method: e^x = 2^n · e^r with n = round(x / ln 2) and r = x - n·ln 2
-    /// (ln 2 split in two parts so r is exact), |r| ≤ ln2/2, e^r by its
-    /// degree-7 Taylor polynomial (truncation error < 6·10⁻⁹), 2^n built in
-    /// the exponent bits. Adding 1.5·2²³ rounds x/ln2 to an integer held in
-    /// the low mantissa bits, which avoids a trapping Float→Int conversion.
-    @inline(__always)
-    static func fastExp(_ x: Float) -> Float {
-        let xc = Swift.min(Swift.max(x, -87.33654), 88.0)
-        let magic: Float = 12582912  // 1.5 · 2^23
-        let t = xc * 1.44269504088896341 + magic
-        let n = t - magic
-        let r = (xc - n * 0.693359375) + n * 2.12194440e-4
-        var p: Float = 1.0 / 5040
-        p = p * r + 1.0 / 720
-        p = p * r + 1.0 / 120
-        p = p * r + 1.0 / 24
-        p = p * r + 1.0 / 6
-        p = p * r + 0.5
-        p = p * r + 1
-        p = p * r + 1
-        let scale = Float(bitPattern: (t.bitPattern &- 0x4B40_0000 &+ 127) &<< 23)
-        return x < -87.33654 ? 0 : p * scale
-    }
-
     // MARK: dtype finishing
 
     /// Wraps integer values into `dtype`'s range (a no-op for 64-bit types).
