@@ -61,7 +61,7 @@ SK_TARGET_AVX512 static int load_ep(const sk_lane_epilogue *e, ptrdiff_t channel
     }
     for (int i = 0; i < l->count; i++) {
         l->op[i] = e->op[i];
-        if (l->op[i] < SK_ACT_RELU || l->op[i] > SK_ACT_MIN) return 0;
+        if (l->op[i] < SK_ACT_RELU || l->op[i] > SK_ACT_HARDSWISH_OPS) return 0;
         l->p0[i] = l->op[i] == SK_ACT_PRELU && e->slopes[i] ? ep_values(e->slopes[i], channel0, m, broadcast)
                                                            : _mm512_set1_ps(e->p0[i]);
         l->p1[i] = _mm512_set1_ps(e->p1[i]);
@@ -113,6 +113,14 @@ SK_TARGET_AVX512 static inline __m512 apply_ep(const lane_ep *l, __m512 v) {
             __mmask16 order = l->op[i] == SK_ACT_MAX ? _mm512_cmp_ps_mask(u, w, _CMP_GE_OQ) : _mm512_cmp_ps_mask(u, w, _CMP_LE_OQ);
             __mmask16 pick = _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q) | order;
             v = _mm512_mask_blend_ps(pick, w, u);
+            break;
+        }
+        case SK_ACT_HARDSWISH_OPS: {  // t = v + 3; t = clip(t, 0, 6) as SK_ACT_CLIP; (v · t) / 6
+            __m512 six = _mm512_set1_ps(6.0f);
+            __m512 t = _mm512_add_ps(v, _mm512_set1_ps(3.0f));
+            t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), t, zero);
+            t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, six, _CMP_GT_OQ), t, six);
+            v = _mm512_div_ps(_mm512_mul_ps(v, t), six);
             break;
         }
         default: break;

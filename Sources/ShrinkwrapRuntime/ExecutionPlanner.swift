@@ -22,7 +22,8 @@ import ShrinkwrapIR
 ///    Sigmoid, Tanh: `FusedActivation`) that is the only reader of a Conv's output runs
 ///    inside the Conv, on each output block while it is still in cache.
 ///
-/// 4b. SiLU spelled out (Sigmoid(c), Mul(c, ·)) runs inside the Conv c too (`fuseConvSiLUs`).
+/// 4b. SiLU spelled out (Sigmoid(c), Mul(c, ·)) runs inside the Conv c too (`fuseConvSiLUs`), and so
+///    does HardSwish spelled out (Add 3, Clip 0…6, Mul, Div 6: `fuseConvHardSwishOps`).
 ///
 /// 5. Loop-invariant values and nodes leave Loop bodies (`hoistLoopInvariants`).
 ///
@@ -59,6 +60,7 @@ struct ExecutionPlanner {
         shareDuplicateFilters()
         fuseResidualAdds()
         fuseConvSiLUs()
+        fuseConvHardSwishOps()
         fuseConvActivations()
         useDirectFilters()
         useWinogradFilters()

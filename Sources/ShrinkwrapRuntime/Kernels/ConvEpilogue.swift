@@ -86,6 +86,7 @@ struct ConvEpilogue {
             case .vector(.hardSigmoid(let alpha, let beta)): (op, x, y) = (Int32(SK_ACT_HARDSIGMOID), alpha, beta)
             case .max(let v, let first): (op, x, y) = (Int32(SK_ACT_MAX), v, first ? 1 : 0)
             case .min(let v, let first): (op, x, y) = (Int32(SK_ACT_MIN), v, first ? 1 : 0)
+            case .hardSwishOps: op = Int32(SK_ACT_HARDSWISH_OPS)
             default: return nil
             }
             ops.append(op); p0.append(x); p1.append(y); slopeStarts.append(start)

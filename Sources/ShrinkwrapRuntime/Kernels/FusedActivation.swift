@@ -22,6 +22,10 @@ public enum FusedActivation: Equatable, Sendable {
     /// values `sk_swish` with α = 1 gives their bits (1 · x = x, then the same sigmoid and product);
     /// float16 values run the two kernels (one rounding each).
     case silu
+    /// x · Clip(x + 3, 0, 6) / 6 written as four nodes, Add, Clip, Mul and Div (paddle2onnx's
+    /// hardswish, after most Convs of the PP-OCR and PP-Picodet models): each step is rounded as its
+    /// node rounds it (a divide by 6, not a multiply by 1/6), so the bits are the four nodes'.
+    case hardSwishOps
 
     /// The planner-internal attributes fused activations are written to, in the order they run:
     /// their op types, their parameters one after another, and how many parameters each has.
@@ -93,6 +97,7 @@ public enum FusedActivation: Equatable, Sendable {
         case .max(let v, let first): return ("Max", [v, first ? 1 : 0])
         case .min(let v, let first): return ("Min", [v, first ? 1 : 0])
         case .silu: return ("SiLU", [])
+        case .hardSwishOps: return ("HardSwishOps", [])
         case .vector(let f):
             switch f {
             case .hardSwish: return ("HardSwish", [])
@@ -139,6 +144,7 @@ public enum FusedActivation: Equatable, Sendable {
         case ("Max", 2): self = .max(p[0], scalarFirst: p[1] != 0)
         case ("Min", 2): self = .min(p[0], scalarFirst: p[1] != 0)
         case ("SiLU", 0): self = .silu
+        case ("HardSwishOps", 0): self = .hardSwishOps
         case ("HardSwish", 0): self = .vector(.hardSwish)
         case ("Sigmoid", 0): self = .vector(.sigmoid)
         case ("Tanh", 0): self = .vector(.tanh)
@@ -170,11 +176,20 @@ public enum FusedActivation: Equatable, Sendable {
             let node = Node(name: "\(label) Mul", opType: "Mul", inputs: ["a", "b"], outputs: ["y"])
             return try ElementwiseKernels.mul(KernelContext(node: node, inputs: [x, sigmoid], threads: threads))[0]
         }
+        if self == .hardSwishOps {
+            // The four nodes' kernels, their constants in x's dtype as the graph had them (float32 or float16).
+            let scalar = { (v: Float) in Tensor(dtype: x.dtype, shape: [], storage: .float([v])) }
+            func node(_ op: String) -> Node { Node(name: "\(label) \(op)", opType: op, inputs: ["a", "b"], outputs: ["y"]) }
+            let t = try ElementwiseKernels.add(KernelContext(node: node("Add"), inputs: [x, scalar(3)], threads: threads))[0]
+            let c = try FusedActivation.clip(lo: 0, hi: 6).standalone(t, threads: threads, label: label)
+            let m = try ElementwiseKernels.mul(KernelContext(node: node("Mul"), inputs: [x, c], threads: threads))[0]
+            return try ElementwiseKernels.div(KernelContext(node: node("Div"), inputs: [m, scalar(6)], threads: threads))[0]
+        }
         let op = encoded.name
         var inputs: [Tensor?] = [x], attributes: [String: Attribute] = [:]
         let scalar = { (v: Float) in Tensor(dtype: x.dtype, shape: [], storage: .float([v])) }
         switch self {
-        case .relu, .silu: break
+        case .relu, .silu, .hardSwishOps: break
         case .clip(let lo, let hi): inputs += [scalar(lo), scalar(hi)]
         case .leakyRelu(let a): attributes["alpha"] = .float(a)
         case .max(let v, let first), .min(let v, let first):
@@ -221,6 +236,20 @@ public enum FusedActivation: Equatable, Sendable {
             SIMDKernels.apply(f, UnsafePointer(p), p, count: count)
         case .silu:
             SIMDKernels.apply(.swish(alpha: 1), UnsafePointer(p), p, count: count)
+        case .hardSwishOps:
+            // Add 3, Clip(0, 6), Mul by the value, Div by 6: the four kernels' element operations.
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: 1024) { buffer in
+                guard let t = buffer.baseAddress else { return }
+                var at = 0
+                while at < count {
+                    let n = Swift.min(1024, count - at), x = p + at
+                    sk_binary(level, Int32(SK_ADD), x, 0, nil, 3, t, n)
+                    sk_unary_simple(level, Int32(SK_CLIP), t, t, n, 0, 6)
+                    sk_binary(level, Int32(SK_MUL), x, 0, t, 0, x, n)
+                    sk_binary(level, Int32(SK_DIV), x, 0, nil, 6, x, n)
+                    at += n
+                }
+            }
         }
     }
 }
