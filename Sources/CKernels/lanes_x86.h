@@ -61,7 +61,7 @@ SK_TARGET_AVX512 static int load_ep(const sk_lane_epilogue *e, ptrdiff_t channel
     }
     for (int i = 0; i < l->count; i++) {
         l->op[i] = e->op[i];
-        if (l->op[i] < SK_ACT_RELU || l->op[i] > SK_ACT_HARDSWISH_OPS) return 0;
+        if (l->op[i] < SK_ACT_RELU || l->op[i] > SK_ACT_DIV) return 0;
         l->p0[i] = l->op[i] == SK_ACT_PRELU && e->slopes[i] ? ep_values(e->slopes[i], channel0, m, broadcast)
                                                            : _mm512_set1_ps(e->p0[i]);
         l->p1[i] = _mm512_set1_ps(e->p1[i]);
@@ -121,6 +121,17 @@ SK_TARGET_AVX512 static inline __m512 apply_ep(const lane_ep *l, __m512 v) {
             t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), t, zero);
             t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, six, _CMP_GT_OQ), t, six);
             v = _mm512_div_ps(_mm512_mul_ps(v, t), six);
+            break;
+        }
+        case SK_ACT_ADD:
+        case SK_ACT_SUB:
+        case SK_ACT_MUL:
+        case SK_ACT_DIV: {  // u op w, u the scalar when p1 ≠ 0: one rounded operation, as the node's
+            __m512 u = l->first[i] ? p0 : v, w = l->first[i] ? v : p0;
+            int op = l->op[i];
+            v = op == SK_ACT_ADD ? _mm512_add_ps(u, w)
+                : op == SK_ACT_SUB ? _mm512_sub_ps(u, w)
+                : op == SK_ACT_MUL ? _mm512_mul_ps(u, w) : _mm512_div_ps(u, w);
             break;
         }
         default: break;

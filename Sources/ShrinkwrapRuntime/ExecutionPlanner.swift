@@ -60,6 +60,10 @@ struct ExecutionPlanner {
         shareDuplicateFilters()
         fuseResidualAdds()
         fuseConvSiLUs()
+        // A spelled-out HardSwish may follow the Conv directly or after scalar arithmetic fused first
+        // (PP-OCR v4's scale and bias); what follows it fuses in the second round.
+        fuseConvHardSwishOps()
+        fuseConvActivations()
         fuseConvHardSwishOps()
         fuseConvActivations()
         useDirectFilters()

@@ -214,7 +214,9 @@ final class DirectConvTests: XCTestCase {
         let slopes = random(g.filters, &rng)
         let kinds: [FusedActivation] = [.relu, .clip(lo: -0.5, hi: 0.75), .leakyRelu(alpha: 0.1), .prelu(slopes: slopes), .prelu(slopes: [0.2]),
                                         .vector(.hardSwish), .vector(.hardSigmoid(alpha: 0.3, beta: 0.4)), .max(0.1, scalarFirst: false),
-                                        .min(0.2, scalarFirst: true), .hardSwishOps]
+                                        .min(0.2, scalarFirst: true), .hardSwishOps, .arithmetic(.mul, 1.5, scalarFirst: false),
+                                        .arithmetic(.sub, 0.25, scalarFirst: true), .arithmetic(.div, 3, scalarFirst: false),
+                                        .arithmetic(.add, -0.5, scalarFirst: true)]
         let plain = try XCTUnwrap(direct(g, x: x, w: w, bias: bias))
         for kind in kinds {
             for affine in [false, true] {

@@ -6,8 +6,9 @@ import XCTest
 /// paddle2onnx's hardswish, Add(c, 3) → Clip(0, 6) → Mul(c, ·) → Div(6) after a Conv c, runs in the Conv's
 /// epilogue (`FusedActivation.hardSwishOps`): the same bits as the four nodes on every Conv path (the
 /// direct, pointwise and depthwise-lanes kernels' lane epilogue, the depthwise plane kernel, im2col + GEMM
-/// below AVX-512, 3-D convs), with and without a BatchNormalization before it, 1 and 2 threads; and
-/// nothing is fused when the pattern differs.
+/// below AVX-512, 3-D convs), with and without a BatchNormalization before it, with PP-OCR v4's scalar
+/// scale and bias around it (fused as `FusedActivation.arithmetic`), 1 and 2 threads; and nothing is
+/// fused when the pattern differs.
 final class HardSwishOpsFusionTests: XCTestCase {
     override func tearDown() { SIMDKernels.level = SIMDKernels.best }
 
@@ -16,7 +17,8 @@ final class HardSwishOpsFusionTests: XCTestCase {
     /// Conv (+ BatchNormalization) → Add 3 → Clip 0…6 → Mul → Div 6, with the constants and operand
     /// orders given.
     func graph(channels c: Int, filters m: Int, group: Int, spatial: [Int], kernel: [Int], strides: [Int]? = nil,
-               batchNorm: Bool, three: Float = 3, six: Float = 6, swapped: Bool = false, seed: UInt64) -> Graph {
+               batchNorm: Bool, three: Float = 3, six: Float = 6, swapped: Bool = false, affine: Bool = false,
+               seed: UInt64) -> Graph {
         var rng = SplitMix(seed: seed)
         var consts = [Constant(name: "W", tensor: Tensor(random(m * c / group * kernel.reduce(1, *), &rng).map { $0 * 2 },
                                                          shape: [m, c / group] + kernel)),
@@ -38,10 +40,23 @@ final class HardSwishOpsFusionTests: XCTestCase {
             nodes.append(Node(name: "bn", opType: "BatchNormalization", inputs: ["c0", "s", "b", "mu", "var"], outputs: ["c"]))
             value = "c"
         }
+        if affine {
+            // PP-OCR v4's LearnableAffineBlock before and after the activation: scalar scale, then bias.
+            consts += [Constant(name: "k1", tensor: Tensor([1.375], shape: [1])), Constant(name: "b1", tensor: Tensor([-0.25], shape: [1])),
+                       Constant(name: "k2", tensor: Tensor([0.8125], shape: [1])), Constant(name: "b2", tensor: Tensor([0.0625], shape: [1]))]
+            nodes += [Node(name: "scale1", opType: "Mul", inputs: [value, "k1"], outputs: ["l1"]),
+                      Node(name: "bias1", opType: "Add", inputs: ["b1", "l1"], outputs: ["l2"])]
+            value = "l2"
+        }
+        let last = affine ? "h" : "y"
         nodes += [Node(name: "add", opType: "Add", inputs: swapped ? ["three", value] : [value, "three"], outputs: ["a"]),
                   Node(name: "clip", opType: "Clip", inputs: ["a", "zero", "six"], outputs: ["k"]),
                   Node(name: "mul", opType: "Mul", inputs: swapped ? ["k", value] : [value, "k"], outputs: ["p"]),
-                  Node(name: "div", opType: "Div", inputs: ["p", "divisor"], outputs: ["y"])]
+                  Node(name: "div", opType: "Div", inputs: ["p", "divisor"], outputs: [last])]
+        if affine {
+            nodes += [Node(name: "scale2", opType: "Mul", inputs: ["k2", "h"], outputs: ["l3"]),
+                      Node(name: "bias2", opType: "Add", inputs: ["l3", "b2"], outputs: ["y"])]
+        }
         return Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: ([1, c] + spatial).map(Dim.fixed))],
                      outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)], nodes: nodes, constants: consts)
     }
@@ -71,13 +86,13 @@ final class HardSwishOpsFusionTests: XCTestCase {
                 var v = random(s.c * s.spatial.reduce(1, *), &rng).map { $0 * 14 }
                 v[0] = .nan; v[1] = .infinity; v[2] = -.infinity; v[3] = -0.0
                 let x = Tensor(v, shape: [1, s.c] + s.spatial)
-                for batchNorm in [false, true] {
+                for (batchNorm, affine) in [(false, false), (true, false), (true, true)] {
                     let g = graph(channels: s.c, filters: s.m, group: s.group, spatial: s.spatial, kernel: s.kernel,
-                                  strides: s.strides, batchNorm: batchNorm, swapped: k % 2 == 1, seed: UInt64(k + 1))
+                                  strides: s.strides, batchNorm: batchNorm, swapped: k % 2 == 1, affine: affine, seed: UInt64(k + 1))
                     let plain = try run(g, x, optimize: false, threads: 1)
                     for threads in [1, 2] {
                         let fused = try run(g, x, optimize: true, threads: threads)
-                        let label = "shape \(k), BN \(batchNorm), level \(level), \(threads) threads"
+                        let label = "shape \(k), BN \(batchNorm), affine \(affine), level \(level), \(threads) threads"
                         XCTAssertEqual(fused.nodes, ["Conv"], label)
                         let differ = zip(fused.bits, plain.bits).filter { $0 != $1 }.count
                         XCTAssertTrue(fused.bits.count == plain.bits.count && differ == 0, "\(label): \(differ) values differ")

@@ -63,11 +63,12 @@ void sk_depthwise_plane(int32_t level, const float *x, ptrdiff_t ih, ptrdiff_t i
 /// relu, clip(p0, p1), leaky relu (p0), prelu (slopes per channel, or p0 when `slopes` is NULL),
 /// hardswish, hardsigmoid (alpha p0, beta p1), max / min with the scalar p0 (first operand when p1 ≠ 0),
 /// hardswish as exporters spell it out in four nodes, v · clip(v + 3, 0, 6) / 6, each step rounded
-/// (a divide by 6, not a multiply by 1/6). Arrays are indexed by the conv's channel (sk_depthwise_lanes
-/// adds its `channel0`).
+/// (a divide by 6, not a multiply by 1/6), and add / sub / mul / div with the scalar p0 (first operand
+/// when p1 ≠ 0). Arrays are indexed by the conv's channel (sk_depthwise_lanes adds its `channel0`).
 enum { SK_ACT_RELU = 1, SK_ACT_CLIP = 2, SK_ACT_LEAKY_RELU = 3, SK_ACT_PRELU = 4, SK_ACT_HARDSWISH = 5,
-       SK_ACT_HARDSIGMOID = 6, SK_ACT_MAX = 7, SK_ACT_MIN = 8, SK_ACT_HARDSWISH_OPS = 9 };
-enum { SK_LANE_EPILOGUE_MAX = 4 };
+       SK_ACT_HARDSIGMOID = 6, SK_ACT_MAX = 7, SK_ACT_MIN = 8, SK_ACT_HARDSWISH_OPS = 9, SK_ACT_ADD = 10,
+       SK_ACT_SUB = 11, SK_ACT_MUL = 12, SK_ACT_DIV = 13 };
+enum { SK_LANE_EPILOGUE_MAX = 6 };
 typedef struct sk_lane_epilogue {
     const float *scale, *shift;
     int32_t count;

@@ -87,6 +87,10 @@ struct ConvEpilogue {
             case .max(let v, let first): (op, x, y) = (Int32(SK_ACT_MAX), v, first ? 1 : 0)
             case .min(let v, let first): (op, x, y) = (Int32(SK_ACT_MIN), v, first ? 1 : 0)
             case .hardSwishOps: op = Int32(SK_ACT_HARDSWISH_OPS)
+            case .arithmetic(let kind, let v, let first):
+                let codes: [FusedActivation.Arithmetic: Int32] = [.add: Int32(SK_ACT_ADD), .sub: Int32(SK_ACT_SUB),
+                                                                  .mul: Int32(SK_ACT_MUL), .div: Int32(SK_ACT_DIV)]
+                (op, x, y) = (codes[kind] ?? 0, v, first ? 1 : 0)
             default: return nil
             }
             ops.append(op); p0.append(x); p1.append(y); slopeStarts.append(start)

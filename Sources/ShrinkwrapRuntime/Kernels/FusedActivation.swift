@@ -26,6 +26,14 @@ public enum FusedActivation: Equatable, Sendable {
     /// hardswish, after most Convs of the PP-OCR and PP-Picodet models): each step is rounded as its
     /// node rounds it (a divide by 6, not a multiply by 1/6), so the bits are the four nodes'.
     case hardSwishOps
+    /// Add / Sub / Mul / Div of the value and a constant scalar (`scalarFirst`: the scalar was the first
+    /// operand), one rounded operation as the node's: the LearnableAffineBlock (a scale, then a bias) that
+    /// PP-OCR v4 / v5 puts around the activation after its convs.
+    case arithmetic(Arithmetic, Float, scalarFirst: Bool)
+
+    public enum Arithmetic: String, Sendable, CaseIterable {
+        case add = "Add", sub = "Sub", mul = "Mul", div = "Div"
+    }
 
     /// The planner-internal attributes fused activations are written to, in the order they run:
     /// their op types, their parameters one after another, and how many parameters each has.
@@ -38,7 +46,7 @@ public enum FusedActivation: Equatable, Sendable {
     /// constant inputs, e.g. Clip's bounds, PRelu's slopes, Max's scalar).
     public init?(node: Node, value: String, rank: Int, constant: (String) -> Tensor?) {
         guard node.outputs.count == 1, !value.isEmpty, node.inputs.contains(value) else { return nil }
-        if !["Max", "Min"].contains(node.opType) && node.inputs.first != value { return nil }
+        if !["Max", "Min", "Add", "Sub", "Mul", "Div"].contains(node.opType) && node.inputs.first != value { return nil }
         func float(_ key: String, _ def: Float) -> Float? {
             switch node.attributes[key] {
             case nil: return def
@@ -69,6 +77,12 @@ public enum FusedActivation: Equatable, Sendable {
                   let t = constant(node.inputs[side]), t.dtype == .float32, t.count == 1, t.rank <= rank,
                   let v = t.floats?.first else { return nil }
             self = node.opType == "Max" ? .max(v, scalarFirst: side == 0) : .min(v, scalarFirst: side == 0)
+        case "Add" where node.inputs.count == 2, "Sub" where node.inputs.count == 2, "Mul" where node.inputs.count == 2,
+             "Div" where node.inputs.count == 2:
+            guard node.inputs.filter({ $0 == value }).count == 1, let side = node.inputs.firstIndex(where: { $0 != value }),
+                  let t = constant(node.inputs[side]), t.dtype == .float32, t.count == 1, t.rank <= rank,
+                  let v = t.floats?.first, let op = Arithmetic(rawValue: node.opType) else { return nil }
+            self = .arithmetic(op, v, scalarFirst: side == 0)
         case "HardSwish" where node.inputs.count == 1: self = .vector(.hardSwish)
         case "Sigmoid" where node.inputs.count == 1: self = .vector(.sigmoid)
         case "Tanh" where node.inputs.count == 1: self = .vector(.tanh)
@@ -98,6 +112,7 @@ public enum FusedActivation: Equatable, Sendable {
         case .min(let v, let first): return ("Min", [v, first ? 1 : 0])
         case .silu: return ("SiLU", [])
         case .hardSwishOps: return ("HardSwishOps", [])
+        case .arithmetic(let op, let v, let first): return (op.rawValue, [v, first ? 1 : 0])
         case .vector(let f):
             switch f {
             case .hardSwish: return ("HardSwish", [])
@@ -145,6 +160,9 @@ public enum FusedActivation: Equatable, Sendable {
         case ("Min", 2): self = .min(p[0], scalarFirst: p[1] != 0)
         case ("SiLU", 0): self = .silu
         case ("HardSwishOps", 0): self = .hardSwishOps
+        case ("Add", 2), ("Sub", 2), ("Mul", 2), ("Div", 2):
+            guard let op = Arithmetic(rawValue: name) else { return nil }
+            self = .arithmetic(op, p[0], scalarFirst: p[1] != 0)
         case ("HardSwish", 0): self = .vector(.hardSwish)
         case ("Sigmoid", 0): self = .vector(.sigmoid)
         case ("Tanh", 0): self = .vector(.tanh)
@@ -192,7 +210,7 @@ public enum FusedActivation: Equatable, Sendable {
         case .relu, .silu, .hardSwishOps: break
         case .clip(let lo, let hi): inputs += [scalar(lo), scalar(hi)]
         case .leakyRelu(let a): attributes["alpha"] = .float(a)
-        case .max(let v, let first), .min(let v, let first):
+        case .max(let v, let first), .min(let v, let first), .arithmetic(_, let v, let first):
             let k = Tensor([v], shape: [])  // float32, as the planner took it
             inputs = first ? [k, x] : [x, k]
         case .prelu(let v):
@@ -236,6 +254,15 @@ public enum FusedActivation: Equatable, Sendable {
             SIMDKernels.apply(f, UnsafePointer(p), p, count: count)
         case .silu:
             SIMDKernels.apply(.swish(alpha: 1), UnsafePointer(p), p, count: count)
+        case .arithmetic(let op, let v, let first):
+            let code: Int32
+            switch op {
+            case .add: code = Int32(SK_ADD)
+            case .sub: code = Int32(SK_SUB)
+            case .mul: code = Int32(SK_MUL)
+            case .div: code = Int32(SK_DIV)
+            }
+            if first { sk_binary(level, code, nil, v, p, 0, p, count) } else { sk_binary(level, code, p, 0, nil, v, p, count) }
         case .hardSwishOps:
             // Add 3, Clip(0, 6), Mul by the value, Div by 6: the four kernels' element operations.
             withUnsafeTemporaryAllocation(of: Float.self, capacity: 1024) { buffer in
