@@ -40,6 +40,60 @@ extension ExecutionPlanner {
         graph.nodes = graph.nodes.indices.compactMap { i in moved[i] ?? (removed.contains(i) ? nil : graph.nodes[i]) }
     }
 
+    // MARK: 4a′. Conv + per-channel constant Add
+
+    /// Add(c, k) with k a float32 constant that broadcasts along the channel axis only ([1, C, 1, 1],
+    /// [C, 1, 1], one value) and c a Conv's output nothing else reads — paddle2onnx writes every Conv
+    /// bias this way (ppocr-v5-rec: 38 of them) — becomes the Conv's epilogue scale 1 and shift k:
+    /// (v · 1) + k rounds once, to the Add's own v + k, so the same bits. Taken as a residual instead,
+    /// k broadcasts, and the Conv then ran its whole epilogue as separate passes after the kernel.
+    /// Runs before `fuseResidualAdds`, on Convs with no BatchNormalization, activation or residual yet.
+    mutating func fuseChannelAdds() {
+        let r = readers()
+        let graphOutputs = Set(graph.outputs.map(\.name))
+        var producer: [String: Int] = [:]
+        for (i, n) in graph.nodes.enumerated() { for o in n.outputs { producer[o] = i } }
+        var remove = Set<Int>()
+        for (ai, add) in graph.nodes.enumerated() where add.opType == "Add" && add.inputs.count == 2 && add.outputs.count == 1 {
+            for side in 0..<2 {
+                let v = add.inputs[side], other = add.inputs[1 - side]
+                guard !v.isEmpty, v != other, let ci = producer[v], !remove.contains(ci), r[v] == 1, !graphOutputs.contains(v)
+                else { continue }
+                let conv = graph.nodes[ci]
+                guard conv.opType == "Conv", conv.outputs == [v], conv.inputs.count >= 2, conv.inputs.count <= 3,
+                      conv.attributes[NNKernels.fusedScaleAttribute] == nil, conv.attributes[FusedActivation.nameAttribute] == nil,
+                      conv.attributes[NNKernels.fusedResidualAttribute] == nil,
+                      let w = floatConstant(conv.inputs[1]), w.rank >= 3, let m = w.shape.first, m > 0,
+                      let k = floatConstant(other), let values = k.floats, !values.contains(where: \.isNaN),
+                      let shift = Self.channelValues(shape: k.shape, values: values, outputRank: w.rank, channels: m)
+                else { continue }
+                if let b = conv.input(2), floatConstant(b)?.floats?.count != m { continue }
+                var fused = conv
+                fused.attributes[NNKernels.fusedScaleAttribute] = .floats([Float](repeating: 1, count: m))
+                fused.attributes[NNKernels.fusedShiftAttribute] = .floats(shift)
+                fused.outputs = add.outputs
+                graph.nodes[ci] = fused
+                remove.insert(ai)
+                break
+            }
+        }
+        if !remove.isEmpty {
+            graph.nodes = graph.nodes.enumerated().filter { !remove.contains($0.offset) }.map(\.element)
+        }
+    }
+
+    /// The `channels` values of a constant of `shape` broadcast against a Conv output of `outputRank`
+    /// axes ([N, C, spatial…]) when it varies along the channel axis at most and leaves the output's
+    /// shape as it is; nil otherwise.
+    static func channelValues(shape: [Int], values: [Float], outputRank: Int, channels m: Int) -> [Float]? {
+        guard shape.count <= outputRank, values.count == shape.reduce(1, *) else { return nil }
+        // Axis a of the constant lines up with output axis a + outputRank − rank.
+        let offset = outputRank - shape.count
+        for (a, d) in shape.enumerated() where d != 1 && !(a + offset == 1 && d == m) { return nil }
+        if values.count == 1 { return [Float](repeating: values[0], count: m) }
+        return values.count == m ? values : nil
+    }
+
     // MARK: 4b. Conv + SiLU
 
     /// Sigmoid(c) and Mul(c, Sigmoid(c)) (either order) when they are the only readers of a Conv's

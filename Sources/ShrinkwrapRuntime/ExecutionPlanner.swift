@@ -16,7 +16,8 @@ import ShrinkwrapIR
 ///    bit-identical channels whatever the GEMM backend's register blocking.
 ///
 /// 4a. An Add of a Conv's output and another value (a residual connection)
-///    runs inside the Conv (`fuseResidualAdds`).
+///    runs inside the Conv (`fuseResidualAdds`); a constant that varies by channel at most
+///    (paddle2onnx's Conv biases) becomes the Conv's epilogue shift first (`fuseChannelAdds`).
 ///
 /// 4. An activation (Relu, Clip, LeakyRelu, PRelu, HardSwish, HardSigmoid,
 ///    Sigmoid, Tanh: `FusedActivation`) that is the only reader of a Conv's output runs
@@ -57,6 +58,7 @@ struct ExecutionPlanner {
         names = NameAllocator(.numbered(separator: "__plan"), reserving: graph)
         fusePadIntoConv()
         fuseBatchNormIntoConv()
+        fuseChannelAdds()
         shareDuplicateFilters()
         fuseResidualAdds()
         fuseConvSiLUs()
