@@ -76,7 +76,10 @@ protocol ShapeElementMove {
 extension ShapeKernels {
     struct Transpose2DMove: ShapeElementMove {
         let batch: Int, rows: Int, cols: Int, threads: Int
-        func apply<T>(_ a: [T]) -> [T] { ShapeKernels.transpose2D(a, batch: batch, rows: rows, cols: cols, threads: threads) }
+        var block = 1
+        func apply<T>(_ a: [T]) -> [T] {
+            ShapeKernels.transpose2D(a, batch: batch, rows: rows, cols: cols, block: block, threads: threads)
+        }
     }
 
     struct SliceAxisMove: ShapeElementMove {
@@ -107,17 +110,52 @@ extension ShapeKernels {
             }
         }
 
+        /// The same gather over fewer, longer axes: axes of size 1 go (their one entry joins the first
+        /// remaining axis' table), and an axis whose entries step by exactly the length of the contiguous
+        /// run after it merges into that run. basic-pitch's [1, 172, 309, 1] Pads and Concats moved one
+        /// element per row of the odometer; they now move rows of 309.
+        static func simplified(outShape: [Int], tables: [[Int]]) -> (shape: [Int], tables: [[Int]]) {
+            var base = 0, shape: [Int] = [], kept: [[Int]] = []
+            for (d, t) in zip(outShape, tables) {
+                if d == 1 { base += t[0] } else { shape.append(d); kept.append(t) }
+            }
+            guard !shape.isEmpty else { return ([1], [[base]]) }
+            kept[0] = kept[0].map { $0 + base }
+            // A run: entries t0, t0 + 1, … (no fill).
+            func run(_ t: [Int]) -> Bool {
+                guard let t0 = t.first, t0 >= 0 else { return false }
+                for (i, v) in t.enumerated() where v != t0 + i { return false }
+                return true
+            }
+            while shape.count >= 2, run(kept[kept.count - 1]) {
+                let inner = shape[shape.count - 1], outer = kept[kept.count - 2], t0 = kept[kept.count - 1][0]
+                guard let o0 = outer.first, o0 >= 0, outer.enumerated().allSatisfy({ $1 == o0 + $0 * inner }) else { break }
+                let length = outer.count * inner
+                guard length <= 1 << 16 else { break }  // the table is as long as the run
+                shape.removeLast(2); kept.removeLast(2)
+                shape.append(length); kept.append(Array((o0 + t0)..<(o0 + t0 + length)))
+            }
+            return (shape, kept)
+        }
+
         /// Tables must hold valid offsets into `src` (or `fillMark`), one table per output axis.
-        static func gather<T>(_ src: [T], outShape: [Int], tables: [[Int]], fill: T, threads: Int) -> [T] {
-            let n = outShape.reduce(1, *)
+        static func gather<T>(_ src: [T], outShape wanted: [Int], tables given: [[Int]], fill: T, threads: Int) -> [T] {
+            let n = wanted.reduce(1, *)
             if n == 0 { return [] }
+            if wanted.isEmpty { return src.isEmpty ? [fill] : [src[0]] }
+            let (outShape, tables) = simplified(outShape: wanted, tables: given)
             let rank = outShape.count
-            if rank == 0 { return src.isEmpty ? [fill] : [src[0]] }
             let inner = outShape[rank - 1]
             let rows = n / inner
             let last = tables[rank - 1]
-            var contiguous = !last.isEmpty && last[0] >= 0
-            if contiguous { for i in 0..<inner where last[i] != last[0] + i { contiguous = false; break } }
+            // The last axis as fills, one run of consecutive offsets, fills (a Pad's rows; a Slice's: no
+            // fills), when it is that: each row is then two fills and one copy.
+            var lo = 0, hi = 0, padded = false
+            if let a = last.firstIndex(where: { $0 >= 0 }) {
+                var b = a + 1
+                while b < inner && last[b] == last[a] + (b - a) { b += 1 }
+                if last[b...].allSatisfy({ $0 < 0 }) { (lo, hi, padded) = (a, b, true) }
+            }
             return src.withUnsafeBufferPointer { sp in
                 [T](unsafeUninitializedCapacity: n) { buf, count in
                     guard let base = buf.baseAddress else { count = 0; return }
@@ -133,8 +171,10 @@ extension ShapeKernels {
                                 let o = out.p + row * inner
                                 if off < 0 {
                                     o.initialize(repeating: fill, count: inner)
-                                } else if contiguous, let s0 = sp.baseAddress {
-                                    o.initialize(from: s0 + off + lp[0], count: inner)
+                                } else if padded, let s0 = sp.baseAddress {
+                                    o.initialize(repeating: fill, count: lo)
+                                    (o + lo).initialize(from: s0 + off + lp[lo], count: hi - lo)
+                                    (o + hi).initialize(repeating: fill, count: inner - hi)
                                 } else {
                                     for i in 0..<inner {
                                         let k = off + lp[i]

@@ -45,14 +45,23 @@ extension ShapeKernels {
             let storage = mapStorage(x.storage, Transpose2DMove(batch: batch, rows: rows, cols: cols, threads: threads))
             return Tensor(dtype: x.dtype, shape: outShape, storage: storage)
         }
+        // The same with blocks of k contiguous elements moved whole: [B, R, C, k] → [B, C, R, k]
+        // (basic-pitch's [1, 172, 309, 2] → [1, 309, 172, 2], else k elements per odometer step).
+        if n >= 3, n <= 4, dims[n - 1].stride == 1, dims[n - 3].stride == dims[n - 1].size,
+           dims[n - 2].stride == dims[n - 3].size * dims[n - 1].size,
+           n == 3 || dims[0].stride == dims[1].size * dims[2].size * dims[3].size {
+            let batch = n == 4 ? dims[0].size : 1, k = dims[n - 1].size
+            let move = Transpose2DMove(batch: batch, rows: dims[n - 2].size, cols: dims[n - 3].size, threads: threads, block: k)
+            return Tensor(dtype: x.dtype, shape: outShape, storage: mapStorage(x.storage, move))
+        }
         let tables = dims.map { d in (0..<d.size).map { $0 * d.stride } }
         let storage = Mover.gather(x.storage, outShape: dims.map(\.size), tables: tables, threads: threads)
         return Tensor(dtype: x.dtype, shape: outShape, storage: storage)
     }
 
-    /// Blocked transpose of `batch` row-major rows×cols matrices.
-    static func transpose2D<T>(_ a: [T], batch: Int, rows: Int, cols: Int, threads: Int) -> [T] {
-        let n = batch * rows * cols
+    /// Blocked transpose of `batch` row-major rows×cols matrices of `block`-element items.
+    static func transpose2D<T>(_ a: [T], batch: Int, rows: Int, cols: Int, block k: Int = 1, threads: Int) -> [T] {
+        let n = batch * rows * cols * k
         let tile = 32
         let rowTiles = (rows + tile - 1) / tile
         return a.withUnsafeBufferPointer { src in
@@ -64,13 +73,17 @@ extension ShapeKernels {
                         let b = job / rowTiles
                         let r0 = (job % rowTiles) * tile
                         let r1 = min(rows, r0 + tile)
-                        let s = sp + b * rows * cols
-                        let d = out.p + b * rows * cols
+                        let s = sp + b * rows * cols * k
+                        let d = out.p + b * rows * cols * k
                         var c0 = 0
                         while c0 < cols {
                             let c1 = min(cols, c0 + tile)
                             for i in r0..<r1 {
-                                for j in c0..<c1 { (d + j * rows + i).initialize(to: s[i * cols + j]) }
+                                if k == 1 {
+                                    for j in c0..<c1 { (d + j * rows + i).initialize(to: s[i * cols + j]) }
+                                } else {
+                                    for j in c0..<c1 { (d + (j * rows + i) * k).initialize(from: s + (i * cols + j) * k, count: k) }
+                                }
                             }
                             c0 = c1
                         }
@@ -108,30 +121,55 @@ extension ShapeKernels {
         let storage: TensorStorage
         switch first.storage {
         case .float:
-            storage = .float(concatValues(try parts.map { try floatsOf($0, c) }, blocks: blocks, outer: outer, count: n))
+            storage = .float(concatValues(try parts.map { try floatsOf($0, c) }, blocks: blocks, outer: outer, count: n, threads: c.threads))
         case .int:
-            storage = .int(concatValues(try parts.map { try intsOf($0, c) }, blocks: blocks, outer: outer, count: n))
+            storage = .int(concatValues(try parts.map { try intsOf($0, c) }, blocks: blocks, outer: outer, count: n, threads: c.threads))
         case .bool:
-            storage = .bool(concatValues(try parts.map { try boolsOf($0, c) }, blocks: blocks, outer: outer, count: n))
+            storage = .bool(concatValues(try parts.map { try boolsOf($0, c) }, blocks: blocks, outer: outer, count: n, threads: c.threads))
         }
         return [Tensor(dtype: first.dtype, shape: outShape, storage: storage)]
     }
 
-    static func concatValues<T>(_ parts: [[T]], blocks: [Int], outer: Int, count n: Int) -> [T] {
-        [T](unsafeUninitializedCapacity: n) { buf, count in
-            var o = 0
-            if n > 0, let base = buf.baseAddress {
-                for i in 0..<outer {
-                    for (p, b) in zip(parts, blocks) where b > 0 {
-                        p.withUnsafeBufferPointer { pp in
-                            if let src = pp.baseAddress { (base + o).initialize(from: src + i * b, count: b) }
+    static func concatValues<T>(_ parts: [[T]], blocks: [Int], outer: Int, count n: Int, threads: Int = 1) -> [T] {
+        let row = blocks.reduce(0, +)
+        guard n > 0, row > 0, outer * row == n else { return [] }
+        return withBasePointers(parts) { bases in
+            [T](unsafeUninitializedCapacity: n) { buf, count in
+                guard let base = buf.baseAddress else { count = 0; return }
+                let out = SendablePointer(base)
+                // Output rows (one block of every part each) split between threads when there is enough to move.
+                parallelChunks(outer, threads: n < 1 << 15 ? 1 : threads) { rows in
+                    // Part by part: its blocks of these rows, each `row` apart in the output.
+                    var start = 0
+                    for (src, b) in zip(bases, blocks) {
+                        defer { start += b }
+                        guard b > 0, let src else { continue }
+                        var o = out.p + rows.lowerBound * row + start, from = src + rows.lowerBound * b
+                        if b == 1 {
+                            // basic-pitch's harmonic stack: 8 planes of one value per row.
+                            for _ in rows { o.initialize(to: from.pointee); o += row; from += 1 }
+                        } else {
+                            for _ in rows { o.initialize(from: from, count: b); o += row; from += b }
                         }
-                        o += b
                     }
                 }
+                count = n
             }
-            count = o
         }
+    }
+
+    /// `body` given the base address of every array in `parts`, all valid for the whole call.
+    static func withBasePointers<T, R>(_ parts: [[T]], _ body: ([UnsafePointer<T>?]) -> R) -> R {
+        var bases: [UnsafePointer<T>?] = []
+        bases.reserveCapacity(parts.count)
+        func nest(_ i: Int) -> R {
+            if i == parts.count { return body(bases) }
+            return parts[i].withUnsafeBufferPointer { bp in
+                bases.append(bp.baseAddress)
+                return nest(i + 1)
+            }
+        }
+        return nest(0)
     }
 
     /// Split along `axis` by sizes (input 1), or into `num_outputs` chunks
