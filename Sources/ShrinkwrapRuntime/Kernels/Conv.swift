@@ -440,6 +440,10 @@ extension NNKernels {
             x.withUnsafeBufferPointer { xb in
                 w.withUnsafeBufferPointer { wb in
                     guard let xp = xb.baseAddress, let wp = wb.baseAddress else { return }
+                    if convTransposeBands(x: xp, w: wp, y: yp, batch: n, channels: ch, group: group, filters: mg, geo: geo,
+                                          threads: threads) {
+                        return
+                    }
                     var col = uninitializedFloats(rowsPerGroup * pIn)
                     col.withUnsafeMutableBufferPointer { colb in
                         guard let cp = colb.baseAddress else { return }
@@ -459,6 +463,58 @@ extension NNKernels {
         }
         xt.dtype.round(&y)
         return [Tensor(dtype: xt.dtype, shape: outShape, storage: .float(y))]
+    }
+
+    /// ConvTranspose in bands of input rows when no two input rows reach the same output row (stride ≥
+    /// the kernel's extent along H, 1-D or 2-D: PP-OCR's 2 × 2 stride-2 upsampling): each band's
+    /// Wᵀ·X is its own single-threaded GEMM into a cache-sized column block, scattered at once, bands
+    /// shared between threads. The whole-image column block (11 MB for ppocr-v4-det's 24 → 24 at
+    /// 120 × 240) went to memory and back. Every output takes its contributions in the order col2im
+    /// gives them (one kh, one input row; kw increasing) and GEMM's sums do not depend on the
+    /// columns' count, so the bits are the one-block path's. False when the geometry does not allow it.
+    static func convTransposeBands(x: UnsafePointer<Float>, w: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>,
+                                   batch n: Int, channels ch: Int, group: Int, filters mg: Int, geo: WindowGeometry,
+                                   threads: Int) -> Bool {
+        let k1 = geo.kernel[1], k2 = geo.kernel[2], s1 = geo.strides[1], s2 = geo.strides[2]
+        let d1 = geo.dilations[1], d2 = geo.dilations[2], p1 = geo.padBegin[1], p2 = geo.padBegin[2]
+        let in1 = geo.input[1], in2 = geo.input[2], o1 = geo.output[1], o2 = geo.output[2]
+        let cg = ch / group, kc = k1 * k2, rowsPerGroup = mg * kc, pIn = in1 * in2, pOut = o1 * o2, m = mg * group
+        guard geo.input[0] == 1, geo.kernel[0] == 1, geo.output[0] == 1, s1 >= (k1 - 1) * d1 + 1, in1 >= 2, in2 > 0 else { return false }
+        // Column blocks of about 64 Ki floats (256 KiB, in L2 with the input rows and the output rows).
+        let bandRows = max(1, min(in1, (1 << 16) / max(rowsPerGroup * in2, 1))), bands = (in1 + bandRows - 1) / bandRows
+        let ys = SendablePointer(y)
+        parallelChunks(n * group * bands, threads: threads) { items in
+            var col = uninitializedFloats(rowsPerGroup * bandRows * in2)
+            col.withUnsafeMutableBufferPointer { colb in
+                guard let cp = colb.baseAddress else { return }
+                for item in items {
+                    let b = item / (group * bands), g = item / bands % group, band = item % bands
+                    let ih0 = band * bandRows, ih1 = min(in1, ih0 + bandRows), ldc = (ih1 - ih0) * in2
+                    GEMM.sgemm(transA: true, transB: false, m: rowsPerGroup, n: ldc, k: cg,
+                               a: w + g * cg * rowsPerGroup, lda: rowsPerGroup,
+                               b: x + (b * ch + g * cg) * pIn + ih0 * in2, ldb: pIn, c: cp, ldc: ldc, threads: 1)
+                    let planes = ys.p + (b * m + g * mg) * pOut
+                    for c in 0..<mg {
+                        for kh in 0..<k1 {
+                            for kw in 0..<k2 {
+                                let row = cp + (c * kc + kh * k2 + kw) * ldc
+                                let off2 = kw * d2 - p2
+                                let (lo, hi) = NNKernels.validRun(offset: off2, step: s2, limit: o2, n: in2)
+                                if lo >= hi { continue }
+                                for ih in ih0..<ih1 {
+                                    let oh = ih * s1 - p1 + kh * d1
+                                    if oh < 0 || oh >= o1 { continue }
+                                    let src = row + (ih - ih0) * in2, dst = planes + c * pOut + oh * o2
+                                    var o = lo * s2 + off2
+                                    for iw in lo..<hi { dst[o] += src[iw]; o += s2 }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return true
     }
 
     /// Scatter-adds a (channels·kernel) × inputCount matrix into `channels`
