@@ -325,5 +325,50 @@ SK_ATTR static void SK_NAME(depthwise)(const float *x, ptrdiff_t ih, ptrdiff_t i
     }
 }
 
+/// Resize's vertical pass for two source rows: y[i] = w0·a[i] + w1·b[i], each product rounded, then the
+/// sum (no fused multiply-add: Resize+Planes.swift's combineRows, the same bits).
+SK_ATTR static void SK_NAME(resize_blend)(const float *a, const float *b, float w0, float w1, float *y, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] = w0 * a[i] + w1 * b[i];
+}
+
+/// Resize's horizontal pass with two taps per output: y[o] = w[2o]·x[idx[2o]] + w[2o + 1]·x[idx[2o + 1]]
+/// (resizeRow's plain pairs, the same bits).
+SK_ATTR static void SK_NAME(resize_pairs)(const float *x, const ptrdiff_t *idx, const float *w, float *y, ptrdiff_t n) {
+    for (ptrdiff_t o = 0; o < n; o++) y[o] = w[2 * o] * x[idx[2 * o]] + w[2 * o + 1] * x[idx[2 * o + 1]];
+}
+
+/// y = the rows × cols matrix x transposed, for matrices 2, 3 or 4 wide or tall (NHWC ↔ NCHW of RGB
+/// images): one loop per narrow count, so the compiler turns the strided side into vector shuffles.
+#define SK_NARROW_TRANSPOSE(N)                                                                                 \
+    SK_ATTR static void SK_NAME(deinterleave##N)(const float *x, float *y, ptrdiff_t n) {                      \
+        for (ptrdiff_t p = 0; p < n; p++)                                                                      \
+            for (ptrdiff_t c = 0; c < N; c++) y[c * n + p] = x[p * N + c];                                     \
+    }                                                                                                          \
+    SK_ATTR static void SK_NAME(interleave##N)(const float *x, float *y, ptrdiff_t n) {                        \
+        for (ptrdiff_t p = 0; p < n; p++)                                                                      \
+            for (ptrdiff_t c = 0; c < N; c++) y[p * N + c] = x[c * n + p];                                     \
+    }
+SK_NARROW_TRANSPOSE(2)
+SK_NARROW_TRANSPOSE(3)
+SK_NARROW_TRANSPOSE(4)
+#undef SK_NARROW_TRANSPOSE
+
+SK_ATTR static void SK_NAME(transpose_narrow)(const float *x, float *y, ptrdiff_t rows, ptrdiff_t cols) {
+    switch (cols) {
+    case 2: SK_NAME(deinterleave2)(x, y, rows); return;
+    case 3: SK_NAME(deinterleave3)(x, y, rows); return;
+    case 4: SK_NAME(deinterleave4)(x, y, rows); return;
+    default: break;
+    }
+    switch (rows) {
+    case 2: SK_NAME(interleave2)(x, y, cols); return;
+    case 3: SK_NAME(interleave3)(x, y, cols); return;
+    case 4: SK_NAME(interleave4)(x, y, cols); return;
+    default: break;
+    }
+    for (ptrdiff_t i = 0; i < rows; i++)
+        for (ptrdiff_t j = 0; j < cols; j++) y[j * rows + i] = x[i * cols + j];
+}
+
 #undef SK_INL
 #undef SK_BINARY_LOOPS

@@ -48,6 +48,15 @@ void sk_softmax_columns(int32_t level, const float *x, float *y, ptrdiff_t len, 
                         int32_t log_softmax, float *m, float *s) {
     SK_DISPATCH(softmax_columns, x, y, len, inner, count, log_softmax, m, s)
 }
+void sk_resize_blend(int32_t level, const float *a, const float *b, float w0, float w1, float *y, ptrdiff_t n) {
+    SK_DISPATCH(resize_blend, a, b, w0, w1, y, n)
+}
+void sk_resize_pairs(int32_t level, const float *x, const ptrdiff_t *idx, const float *w, float *y, ptrdiff_t n) {
+    SK_DISPATCH(resize_pairs, x, idx, w, y, n)
+}
+void sk_transpose_narrow(int32_t level, const float *x, float *y, ptrdiff_t rows, ptrdiff_t cols) {
+    SK_DISPATCH(transpose_narrow, x, y, rows, cols)
+}
 void sk_tanh(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(tanh, x, y, n) }
 void sk_sigmoid(int32_t level, const float *x, float *y, ptrdiff_t n) { SK_DISPATCH(sigmoid, x, y, n) }
 void sk_swish(int32_t level, const float *x, float *y, ptrdiff_t n, float alpha) { SK_DISPATCH(swish, x, y, n, alpha) }

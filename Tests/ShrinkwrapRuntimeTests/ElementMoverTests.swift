@@ -5,8 +5,11 @@ import XCTest
 /// The element mover's shortcuts against element-by-element references: size-1 axes dropped and
 /// contiguous runs merged (`Mover.simplified`), rows of fills + one copy (Pad), Concat part by part
 /// with one-element blocks, Transpose of contiguous k-element items — on the shapes basic-pitch
-/// has ([1, 172, 309, 1] planes, [1, 172, 309, 2] pairs), 1 and 2 threads, large enough to split.
+/// has ([1, 172, 309, 1] planes, [1, 172, 309, 2] pairs), narrow Float transposes (RGB NHWC ↔ NCHW),
+/// 1 and 2 threads, large enough to split.
 final class ElementMoverTests: XCTestCase {
+    override func tearDown() { SIMDKernels.level = SIMDKernels.best }
+
     private func run1(_ op: String, _ inputs: [Tensor?], _ attrs: [String: Attribute] = [:], threads: Int) throws -> Tensor {
         let node = Node(name: "n", opType: op, inputs: inputs.indices.map { "i\($0)" }, outputs: ["o"], attributes: attrs)
         let k = try XCTUnwrap(KernelRegistry.kernels[op])
@@ -26,7 +29,10 @@ final class ElementMoverTests: XCTestCase {
 
     func testTransposeOfContiguousItems() throws {
         for (shape, perm) in [([1, 172, 309, 2], [0, 2, 1, 3]), ([3, 40, 70, 4], [0, 2, 1, 3]), ([50, 90, 3], [1, 0, 2]),
-                              ([2, 5, 7, 3], [1, 0, 2, 3]), ([6, 5, 7, 3], [0, 2, 1, 3])] {
+                              ([2, 5, 7, 3], [1, 0, 2, 3]), ([6, 5, 7, 3], [0, 2, 1, 3]),
+                              // Narrow matrices (CKernels' sk_transpose_narrow): RGB NHWC ↔ NCHW, 2 and 4 wide, batched.
+                              ([1, 256, 130, 3], [0, 3, 1, 2]), ([1, 3, 64, 70], [0, 2, 3, 1]), ([3, 100, 2], [0, 2, 1]),
+                              ([2, 4, 9000], [0, 2, 1]), ([5, 7, 4], [0, 2, 1])] {
             let x = iota(shape), v = try XCTUnwrap(x.floats), outShape = perm.map { shape[$0] }
             let expected = (0..<v.count).map { o -> Float in
                 let oi = index(o, outShape)
@@ -34,11 +40,15 @@ final class ElementMoverTests: XCTestCase {
                 for (j, p) in perm.enumerated() { ii[p] = oi[j] }
                 return v[flat(ii, shape)]
             }
-            for threads in [1, 2] {
-                let y = try run1("Transpose", [x], ["perm": .ints(perm)], threads: threads)
-                XCTAssertEqual(y.shape, outShape)
-                XCTAssertTrue(y.floats == expected, "\(shape) perm \(perm), \(threads) threads")
+            for level in Set([SIMDKernels.best, SIMDKernels.avx2, SIMDKernels.portable].filter { $0 <= SIMDKernels.best }) {
+                SIMDKernels.level = level
+                for threads in [1, 2] {
+                    let y = try run1("Transpose", [x], ["perm": .ints(perm)], threads: threads)
+                    XCTAssertEqual(y.shape, outShape)
+                    XCTAssertTrue(y.floats == expected, "\(shape) perm \(perm), level \(level), \(threads) threads")
+                }
             }
+            SIMDKernels.level = SIMDKernels.best
         }
     }
 

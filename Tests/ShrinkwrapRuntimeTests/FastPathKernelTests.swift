@@ -7,6 +7,8 @@ import ShrinkwrapIR
 /// the general loops (`NNKernels.fastPaths` off), bit for bit, over random
 /// shapes, modes, scales and thread counts.
 final class FastPathKernelTests: XCTestCase {
+    override func tearDown() { SIMDKernels.level = SIMDKernels.best }
+
     /// A small deterministic generator (SplitMix64).
     struct Rng {
         var s: UInt64
@@ -106,7 +108,14 @@ final class FastPathKernelTests: XCTestCase {
             }
             let what = "trial \(trial): \(mode) \(ctm) \(attrs) shape \(shape) scales \(sh)×\(sw) sizes \(inputs[3]?.ints ?? [])"
             XCTAssertTrue(try resizeUsesPlanes(inputs, attrs), what)
-            for threads in [1, 3] { try assertSameBits("Resize", inputs, attrs, threads: threads, what + " threads \(threads)") }
+            // Every instruction-set level: the two-tap passes run on CKernels (sk_resize_blend / sk_resize_pairs).
+            for level in Set([SIMDKernels.best, SIMDKernels.avx2, SIMDKernels.portable].filter { $0 <= SIMDKernels.best }) {
+                SIMDKernels.level = level
+                for threads in [1, 3] {
+                    try assertSameBits("Resize", inputs, attrs, threads: threads, what + " threads \(threads) level \(level)")
+                }
+            }
+            SIMDKernels.level = SIMDKernels.best
             checked += 1
         }
         XCTAssertEqual(checked, 400)

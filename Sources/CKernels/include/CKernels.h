@@ -129,6 +129,12 @@ void sk_exp(int32_t level, const float *x, float *y, ptrdiff_t n);
 void sk_softmax_row(int32_t level, const float *x, float *y, ptrdiff_t len, int32_t log_softmax);
 /// The same over the middle axis of a [len, inner] block for its first `count` inner positions (each its
 /// own softmax, summed in row order); m and s: count floats of scratch. The same bits on every level.
+/// Resize's passes (Resize+Planes.swift): y[i] = w0·a[i] + w1·b[i], and y[o] = w[2o]·x[idx[2o]] +
+/// w[2o + 1]·x[idx[2o + 1]] (every index valid in x); products rounded, then the sum.
+void sk_resize_blend(int32_t level, const float *a, const float *b, float w0, float w1, float *y, ptrdiff_t n);
+void sk_resize_pairs(int32_t level, const float *x, const ptrdiff_t *idx, const float *w, float *y, ptrdiff_t n);
+/// y (cols × rows) = x (rows × cols) transposed; fast when rows or cols is 2, 3 or 4 (NHWC ↔ NCHW of images).
+void sk_transpose_narrow(int32_t level, const float *x, float *y, ptrdiff_t rows, ptrdiff_t cols);
 void sk_softmax_columns(int32_t level, const float *x, float *y, ptrdiff_t len, ptrdiff_t inner, ptrdiff_t count,
                         int32_t log_softmax, float *m, float *s);
 void sk_tanh(int32_t level, const float *x, float *y, ptrdiff_t n);

@@ -1,3 +1,4 @@
+import CKernels
 import ShrinkwrapIR
 
 // Resize of the two innermost axes as one pass per plane.
@@ -121,7 +122,8 @@ extension NNKernels {
         if t.width == 2 && t.weight[t0 + 1] != 0 {
             let w1 = t.weight[t0 + 1]
             let second = base + t.index[t0 + 1] * stride
-            for i in 0..<count { dst[i] = w0 * first[i] + w1 * second[i] }
+            // CKernels at the machine's vector width (this Swift is compiled for baseline x86-64).
+            sk_resize_blend(SIMDKernels.level, first, second, w0, w1, dst, count)
             return
         }
         for i in 0..<count { dst[i] = w0 * first[i] }
@@ -145,7 +147,7 @@ extension NNKernels {
                 dst[o] = ex[o] ? e : (w0 == 1 ? v : w0 * v)
             }
         case 2 where t.plainPairs:
-            for o in 0..<count { dst[o] = wt[2 &* o] * src[idx[2 &* o]] + wt[2 &* o &+ 1] * src[idx[2 &* o &+ 1]] }
+            sk_resize_pairs(SIMDKernels.level, src, idx, wt, dst, count)
         case 2:
             for o in 0..<count {
                 let w0 = wt[2 &* o], w1 = wt[2 &* o &+ 1]

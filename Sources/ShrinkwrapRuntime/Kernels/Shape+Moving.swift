@@ -1,3 +1,4 @@
+import CKernels
 import ShrinkwrapIR
 
 // Shape kernels that move elements: Transpose, Concat, Split, Slice, Expand, Tile.
@@ -62,6 +63,20 @@ extension ShapeKernels {
     /// Blocked transpose of `batch` row-major rows×cols matrices of `block`-element items.
     static func transpose2D<T>(_ a: [T], batch: Int, rows: Int, cols: Int, block k: Int = 1, threads: Int) -> [T] {
         let n = batch * rows * cols * k
+        // Float matrices 2–4 wide or tall (an RGB image's NHWC ↔ NCHW): CKernels' shuffles at the machine's width.
+        if k == 1, T.self == Float.self, min(rows, cols) >= 2, min(rows, cols) <= 4, let floats = a as? [Float] {
+            let y = floats.withUnsafeBufferPointer { src in
+                [Float](unsafeUninitializedCapacity: n) { buf, count in
+                    guard let sp = src.baseAddress, let base = buf.baseAddress else { count = 0; return }
+                    let out = SendablePointer(base), each = rows * cols
+                    parallelChunks(batch, threads: n < 1 << 15 ? 1 : threads) { range in
+                        for b in range { sk_transpose_narrow(SIMDKernels.level, sp + b * each, out.p + b * each, rows, cols) }
+                    }
+                    count = n
+                }
+            }
+            if let y = y as? [T] { return y }
+        }
         let tile = 32
         let rowTiles = (rows + tile - 1) / tile
         return a.withUnsafeBufferPointer { src in
