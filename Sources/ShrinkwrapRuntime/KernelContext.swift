@@ -164,11 +164,52 @@ public struct KernelContext {
     }
 }
 
-/// A node behind a reference, shared by every context made for it.
+/// A node behind a reference, shared by every context made for it; it also keeps what a kernel worked
+/// out from the node's attributes on an earlier run (`KernelContext.memo`), under a lock: one
+/// interpreter may run on several threads at once.
 final class NodeRef: @unchecked Sendable {
     let node: Node
-    init(_ node: Node) { self.node = node }
+    private var memo: AnyObject?
+    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init(_ node: Node) {
+        self.node = node
+        lock.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(lock, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(lock)
+        lock.deallocate()
+    }
+
+    func memo<T: AnyObject>(_ type: T.Type) -> T? {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return memo as? T
+    }
+
+    func remember(_ value: AnyObject) {
+        pthread_mutex_lock(lock)
+        memo = value
+        pthread_mutex_unlock(lock)
+    }
 }
+
+extension KernelContext {
+    /// What this node's kernel remembered on an earlier run (`remember`), if it is a `T`. The kernel
+    /// checks that it still applies (the shapes it was worked out for): the inputs may change between runs.
+    func memo<T: AnyObject>(_ type: T.Type) -> T? { nodeRef.memo(type) }
+
+    /// Keeps `value` for this node's later runs (attribute parsing, geometry: ~1 µs of a small Conv).
+    func remember(_ value: AnyObject) { nodeRef.remember(value) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A kernel: executes one node.
 public typealias Kernel = (KernelContext) throws -> [Tensor]

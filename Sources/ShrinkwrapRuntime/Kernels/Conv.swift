@@ -16,20 +16,25 @@ extension NNKernels {
         }
         let n = xt.shape[0], ch = xt.shape[1]
         let m = wt.shape[0]
-        let group = try c.int("group", default: 1)
-        guard group >= 1 else { throw c.badAttribute("group", "must be ≥ 1, got \(group)") }
+        let spatial = Array(xt.shape[2...]), kernel = Array(wt.shape[2...])
+        // The attributes' part (group, geometry, the planner's epilogue) as worked out on an earlier run
+        // with these shapes, else now (and kept).
+        let memo: ConvMemo
+        if let kept = c.memo(ConvMemo.self), kept.spatial == spatial, kept.kernel == kernel, kept.filters == m {
+            memo = kept
+        } else {
+            memo = try ConvMemo(c, spatial: spatial, kernel: kernel, filters: m)
+            c.remember(memo)
+        }
+        let group = memo.group
         guard ch % group == 0 else { throw c.fail("input channels \(ch) are not divisible by group \(group)") }
         guard m % group == 0 else { throw c.fail("output channels \(m) (W.shape[0]) are not divisible by group \(group)") }
         let cg = ch / group, mg = m / group
         guard wt.shape[1] == cg else {
             throw c.fail("W.shape[1] is \(wt.shape[1]) but X has \(ch) channels in \(group) group(s) (expected \(cg))")
         }
-        let kernel = Array(wt.shape[2...])
-        if let ks = try c.ints("kernel_shape"), ks != kernel {
-            throw c.badAttribute("kernel_shape", "\(ks) does not match W's spatial shape \(kernel)")
-        }
         let bias = try optionalVector(c, 2, name: "B", count: m)
-        let geo = try WindowGeometry.forward(c, inputSpatial: Array(xt.shape[2...]), kernel: kernel, ceilMode: false)
+        let geo = memo.geo
         let outShape = [n, m] + geo.outputSpatial
         let total = try c.checkedCount(outShape)
         if total == 0 { return [floatTensor([], shape: outShape, dtype: xt.dtype)] }
@@ -40,7 +45,7 @@ extension NNKernels {
         // Set by the interpreter's planner: a BatchNormalization, a residual Add and an activation reading only
         // this Conv, fused into it. The residual and the activation run after the Conv as their own kernels when
         // they would not give the separate nodes' values inside (a residual that broadcasts, float16 rounding).
-        let full = try ConvEpilogue(c, bias: bias, channels: m)
+        let full = ConvEpilogue(bias: bias, scale: memo.scale, shift: memo.shift, activations: memo.activations)
         let residual = try fusedResidual(c)
         let inside: Bool
         if let r = residual?.tensor {
@@ -337,6 +342,26 @@ extension NNKernels {
                            b: src, ldb: ldb, beta: 0, c: c, ldc: pOut, threads: 1)
                 for f in 0..<mg { epilogue.apply(c + f * pOut, count: cols, channel: channelOffset + f) }
             }
+        }
+    }
+
+    /// What Conv works out from its node's attributes for an input of `spatial` and filters of
+    /// `kernel` (`filters` of them): checked once, then kept on the node (`KernelContext.remember`).
+    final class ConvMemo {
+        let spatial: [Int], kernel: [Int], filters: Int, group: Int
+        let geo: WindowGeometry
+        let scale: [Float]?, shift: [Float]?, activations: [FusedActivation]
+
+        init(_ c: KernelContext, spatial: [Int], kernel: [Int], filters m: Int) throws {
+            self.spatial = spatial; self.kernel = kernel; filters = m
+            group = try c.int("group", default: 1)
+            guard group >= 1 else { throw c.badAttribute("group", "must be ≥ 1, got \(group)") }
+            if let ks = try c.ints("kernel_shape"), ks != kernel {
+                throw c.badAttribute("kernel_shape", "\(ks) does not match W's spatial shape \(kernel)")
+            }
+            geo = try WindowGeometry.forward(c, inputSpatial: spatial, kernel: kernel, ceilMode: false)
+            let epilogue = try ConvEpilogue(c, bias: nil, channels: m)
+            scale = epilogue.scale; shift = epilogue.shift; activations = epilogue.activations
         }
     }
 
