@@ -7,6 +7,8 @@ public struct CompressionSettings: Sendable {
     public var mode: String?
     public var bits: Int?
     public var granularity: String?
+    /// `CompressionMethod`'s name.
+    public var method: String?
     /// The codec options given (`--symmetric`, `--lut FILE` …), by option key; the codec of `mode` checks them.
     public var codecSettings: [String: CodecSetting] = [:]
     public var planFile: String?
@@ -33,13 +35,20 @@ public struct CompressionSettings: Sendable {
         let origin = SettingOrigin.commandLine
         guard let mode else {
             if planFile == nil { throw origin.error("give --mode or --plan") }
-            if bits != nil || granularity != nil || !codecSettings.isEmpty {
-                let given = (["bits", "granularity"] + WeightCodecs.allOptions.map(\.key)).map(origin.name)
+            if bits != nil || granularity != nil || method != nil || !codecSettings.isEmpty {
+                let given = (["bits", "granularity", "method"] + WeightCodecs.allOptions.map(\.key)).map(origin.name)
                 throw origin.error("\(given.dropLast().joined(separator: ", ")) and \(given.last ?? "") need --mode")
             }
             return plan
         }
-        let request = CodecRequest(bits: bits, granularity: try granularity.map { try Granularity(parsing: $0) }, settings: codecSettings)
+        let request = CodecRequest(bits: bits, granularity: try granularity.map { try Granularity(parsing: $0) },
+                                   method: try method.map { m throws(CompressionError) in
+                                       guard let parsed = CompressionMethod(rawValue: m) else {
+                                           throw origin.error("--method \(m): expected \(CompressionMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+                                       }
+                                       return parsed
+                                   },
+                                   settings: codecSettings)
         plan.global = .compress(CompressionRule(mode: mode, options: try WeightCodecs.options(mode: mode, request, origin: origin)))
         return plan
     }
@@ -92,19 +101,21 @@ extension Models {
     /// `format`: the format the result is written in; weights whose blocks or
     /// groups it cannot store stay float32 (listed as skipped, with why).
     public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil,
-                                for format: ModelFormat? = nil, options: ExportOptions = ExportOptions()) throws -> CompressionLog {
-        try compress(&graph, plan: plan, threads: threads, for: format.map { [$0] } ?? [], options: options)
+                                for format: ModelFormat? = nil, options: ExportOptions = ExportOptions(),
+                                statistics: [String: WeightStatistics] = [:]) throws -> CompressionLog {
+        try compress(&graph, plan: plan, threads: threads, for: format.map { [$0] } ?? [], options: options, statistics: statistics)
     }
 
     /// Compressed once for several formats: a weight is left float32 when any of them cannot store its blocks or groups.
     public static func compress(_ graph: inout Graph, plan: CompressionPlan, threads: Int? = nil,
-                                for formats: [ModelFormat], options: ExportOptions = ExportOptions()) throws -> CompressionLog {
+                                for formats: [ModelFormat], options: ExportOptions = ExportOptions(),
+                                statistics: [String: WeightStatistics] = [:]) throws -> CompressionLog {
         let n = threads ?? ProcessInfo.processInfo.activeProcessorCount
         var fits: [WeightLayoutFit] = []
         for f in formats {
             if let fit = f.storedWeights(options.applicable(to: f)).fits { fits.append(fit) }
         }
-        return try CompressWeights.run(&graph, plan: plan, threads: max(1, n), fits: fits.isEmpty ? nil : combined(fits))
+        return try CompressWeights.run(&graph, plan: plan, threads: max(1, n), fits: fits.isEmpty ? nil : combined(fits), statistics: statistics)
     }
 
     /// The first refusal of any of `fits`.

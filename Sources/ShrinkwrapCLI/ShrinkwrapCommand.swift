@@ -246,6 +246,12 @@ struct CompressionFlags: ParsableArguments {
     @Option(name: .customLong(CustomLUTCodec.table.longName), help: ArgumentHelp(WeightCodecs.optionHelp(CustomLUTCodec.table.key), valueName: "file"))
     var lut: String?
 
+    @Option(help: ArgumentHelp("How the grid is fitted and codes chosen: \(CompressionMethod.help).", valueName: "method"))
+    var method: String?
+
+    @Option(name: .customLong("calibration"), help: ArgumentHelp("Calibration inputs for --method weighted / gptq (the forms --data takes: folders or files, NAME=PATH); repeat for several.", valueName: "data"))
+    var calibration: [String] = []
+
     @Option(help: "A JSON plan with global, per-op-type and per-name rules (name beats op type beats global).")
     var plan: String?
 
@@ -257,7 +263,7 @@ struct CompressionFlags: ParsableArguments {
 
     var settings: CompressionSettings {
         var s = CompressionSettings()
-        s.mode = mode; s.bits = bits; s.granularity = granularity
+        s.mode = mode; s.bits = bits; s.granularity = granularity; s.method = method
         s.planFile = plan; s.minElements = minElements
         let flags = [(LinearCodec.symmetric, symmetric), (LinearCodec.exactZero, exactZero), (Float16Codec.clamp, clampFP16)]
         for (option, on) in flags where on { s.codecSettings[option.key] = .flag(true) }
@@ -267,7 +273,7 @@ struct CompressionFlags: ParsableArguments {
 
     /// True when any compression flag is given.
     var requested: Bool {
-        mode != nil || plan != nil || bits != nil || granularity != nil || symmetric || exactZero || clampFP16 || lut != nil || minElements != nil
+        mode != nil || plan != nil || bits != nil || granularity != nil || method != nil || !calibration.isEmpty || symmetric || exactZero || clampFP16 || lut != nil || minElements != nil
     }
 }
 
@@ -313,7 +319,9 @@ struct Compress: ParsableCommand {
         var graph = try Models.load(model)
         try shapes.apply(to: &graph)
         for o in output { try Models.checkStorable(graph, plan: plan, path: o, options: options(o)) }  // every conflict, before compressing
-        let log = try Models.compress(&graph, plan: plan, threads: compression.threads, for: formats, options: export.options)
+        let stats = try Models.calibrate(graph, plan: plan, specs: compression.calibration, options: .forLoadedModels,
+                                         threads: compression.threads, progress: stderrLine)
+        let log = try Models.compress(&graph, plan: plan, threads: compression.threads, for: formats, options: export.options, statistics: stats)
         print(json ? log.json : log.table, terminator: json ? "\n" : "")
         for o in output {
             let written = try Models.save(graph, to: o, inputs: [model], options: options(o))
@@ -426,11 +434,14 @@ struct Convert: ParsableCommand {
         try shapes.apply(to: &graph)
         try Models.apply(opts, to: &graph)
         try Models.checkStorable(graph, plan: plan, path: output, options: export.options)  // every conflict, before compressing
+        let stats = try Models.calibrate(graph, plan: plan, specs: compression.calibration, options: try data.prep.options(),
+                                         threads: compression.threads, progress: stderrLine)
         // Kept only for the check: a copy holds every float32 weight through compression and export.
         let original: Graph? = checks ? graph : nil
         if let plan {
             let log = try Models.compress(&graph, plan: plan, threads: compression.threads,
-                                          for: ModelFormats.format(for: URL(fileURLWithPath: output)), options: export.options)
+                                          for: ModelFormats.format(for: URL(fileURLWithPath: output)), options: export.options,
+                                          statistics: stats)
             print(json ? log.json : log.table, terminator: json ? "\n" : "")
         }
         let written = try Models.save(graph, to: output, inputs: readsFiles, options: export.options)
@@ -460,3 +471,6 @@ struct Convert: ParsableCommand {
         }
     }
 }
+
+/// A progress line on stderr.
+func stderrLine(_ line: String) { FileHandle.standardError.write(Data("shrinkwrap: \(line)\n".utf8)) }

@@ -37,11 +37,12 @@ public enum CodecSetting: Sendable, Equatable {
 public struct CodecRequest: Sendable, Equatable {
     public var bits: Int?
     public var granularity: Granularity?
+    public var method: CompressionMethod?
     /// By option key.
     public var settings: [String: CodecSetting]
 
-    public init(bits: Int? = nil, granularity: Granularity? = nil, settings: [String: CodecSetting] = [:]) {
-        self.bits = bits; self.granularity = granularity; self.settings = settings
+    public init(bits: Int? = nil, granularity: Granularity? = nil, method: CompressionMethod? = nil, settings: [String: CodecSetting] = [:]) {
+        self.bits = bits; self.granularity = granularity; self.method = method; self.settings = settings
     }
 }
 

@@ -78,7 +78,9 @@ public enum CompressWeights {
         }
     }
 
-    public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1, fits: WeightLayoutFit? = nil) throws(CompressionError) -> CompressionLog {
+    /// `statistics`: calibration statistics by weight name, for the data-aware methods (`CompressionMethod`).
+    public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1, fits: WeightLayoutFit? = nil,
+                           statistics: [String: WeightStatistics] = [:]) throws(CompressionError) -> CompressionLog {
         let started = DispatchTime.now().uptimeNanoseconds
         if graph.hasControlFlow { graph = graph.hoistingLoopInvariants().graph }  // weights a Loop carries, read in place
         let uses = constantUses(graph)
@@ -135,7 +137,8 @@ public enum CompressWeights {
             }
             entry.rule = rule.summary
             tasks.append(Task(index: entries.count,
-                              input: WeightInput(name: c.name, values: values, shape: t.shape, outputAxis: oAxis, inputAxis: iAxis),
+                              input: WeightInput(name: c.name, values: values, shape: t.shape, outputAxis: oAxis, inputAxis: iAxis,
+                                                 statistics: rule.options.method.needsCalibration ? statistics[c.name] : nil),
                               rule: rule, codec: codec))
             entries.append(entry)
         }

@@ -14,6 +14,7 @@ public struct CompressionRule: Sendable, Equatable {
         if codec?.bitWidths != nil { parts.append("\(options.bits)-bit") }
         parts.append(options.granularity.description)
         parts += codec?.describe(options) ?? []
+        if options.method != .nearest { parts.append(options.method.rawValue) }
         return parts.joined(separator: " ")
     }
 }
@@ -59,7 +60,8 @@ public struct CompressionPlan: Sendable, Equatable {
     ///   "min_elements": 4096 }
     /// ```
     ///
-    /// Rule keys: mode (required), bits, granularity, and the options of the
+    /// Rule keys: mode (required), bits, granularity, method (`CompressionMethod`: nearest,
+    /// weighted, gptq — the data-aware ones need calibration data), and the options of the
     /// rule's codec (`WeightCodec.options`: symmetric, exact_zero, clamp_fp16,
     /// lut — an array, or a file path relative to the plan). A rule may be the
     /// string "skip" (or null). Unknown keys are errors, and so are options of
@@ -118,11 +120,16 @@ public struct CompressionPlan: Sendable, Equatable {
                 request.bits = Int(n)
             case ("granularity", .string(let g)):
                 do { request.granularity = try Granularity(parsing: g) } catch { throw origin.error(error.description) }
-            case ("bits", _), ("granularity", _):
+            case ("method", .string(let m)):
+                guard let method = CompressionMethod(rawValue: m) else {
+                    throw origin.error("unknown method '\(m)' (expected \(CompressionMethod.allCases.map(\.rawValue).joined(separator: ", ")))")
+                }
+                request.method = method
+            case ("bits", _), ("granularity", _), ("method", _):
                 throw origin.error("\(key) has the wrong type")
             default:
                 guard let option = options.first(where: { $0.key == key }) else {
-                    let known = ["mode", "bits", "granularity"] + options.map(\.key)
+                    let known = ["mode", "bits", "granularity", "method"] + options.map(\.key)
                     throw origin.error("unknown key '\(key)' (expected \(known.joined(separator: ", ")))")
                 }
                 request.settings[key] = try option.setting(from: value, dir: dir, origin: origin)

@@ -74,11 +74,13 @@ public struct CodecOptions: Sendable, Equatable {
     public var clampFP16: Bool
     /// custom-lut: the table (at most 2^bits entries).
     public var lut: [Float]?
+    /// How the grid is fitted and codes chosen (`WeightCodec.methods` lists what a codec offers).
+    public var method: CompressionMethod
 
     public init(bits: Int = 8, granularity: Granularity = .perTensor, symmetric: Bool = false,
-                exactZero: Bool = false, clampFP16: Bool = false, lut: [Float]? = nil) {
+                exactZero: Bool = false, clampFP16: Bool = false, lut: [Float]? = nil, method: CompressionMethod = .nearest) {
         self.bits = bits; self.granularity = granularity; self.symmetric = symmetric
-        self.exactZero = exactZero; self.clampFP16 = clampFP16; self.lut = lut
+        self.exactZero = exactZero; self.clampFP16 = clampFP16; self.lut = lut; self.method = method
     }
 }
 
@@ -93,12 +95,16 @@ public struct WeightInput: Sendable {
     public var inputAxis: Int
     /// Optional per-element importance for k-means (non-negative; same count as values).
     public var importance: [Float]?
+    /// Calibration statistics of the inputs this weight multiplies (data-aware methods).
+    public var statistics: WeightStatistics?
 
-    public init(name: String, values: [Float], shape: [Int], outputAxis: Int = 0, inputAxis: Int? = nil, importance: [Float]? = nil) {
+    public init(name: String, values: [Float], shape: [Int], outputAxis: Int = 0, inputAxis: Int? = nil, importance: [Float]? = nil,
+                statistics: WeightStatistics? = nil) {
         self.name = name; self.values = values; self.shape = shape
         self.outputAxis = outputAxis
         self.inputAxis = inputAxis ?? (shape.count > 1 ? (outputAxis == 0 ? 1 : 0) : 0)
         self.importance = importance
+        self.statistics = statistics
     }
 
 }
@@ -133,6 +139,8 @@ public protocol WeightCodec: Sendable {
     var inDefaultSweep: Bool { get }
     /// The options this codec takes besides bits and granularity.
     var options: [CodecOption] { get }
+    /// The methods it offers (`CompressionMethod`), `nearest` first.
+    var methods: [CompressionMethod] { get }
     /// Turns the settings a user gave for this codec's `options` into `o`, and
     /// checks them together (bits and granularity are already in `o`;
     /// `bitsGiven` says whether the user chose the bits).
@@ -150,6 +158,7 @@ extension WeightCodec {
     public var fixedBits: Int? { nil }
     public var inDefaultSweep: Bool { true }
     public var options: [CodecOption] { [] }
+    public var methods: [CompressionMethod] { [.nearest] }
     public func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError) {}
     public func describe(_ o: CodecOptions) -> [String] { [] }
     public func form(_ o: CodecOptions) -> WeightForm { WeightForm(kind: storage, bits: fixedBits ?? o.bits, granularity: o.granularity.kind) }
@@ -225,6 +234,12 @@ public enum WeightCodecs {
             o.bits = bits
         }
         try codec.apply(request.settings, bitsGiven: request.bits != nil, to: &o, origin: origin)
+        if let method = request.method {
+            guard codec.methods.contains(method) else {
+                throw origin.error("\(origin.name("mode")) \(mode) offers \(origin.name("method")) \(codec.methods.map(\.rawValue).joined(separator: ", ")), not \(method)")
+            }
+            o.method = method
+        }
         if let range = codec.bitWidths, !range.contains(o.bits) {
             throw .unsupportedBits(mode: mode, bits: o.bits, allowed: "\(range.lowerBound)–\(range.upperBound)")
         }
@@ -250,6 +265,9 @@ public enum WeightCodecs {
         guard codec.granularities.contains(o.granularity.kind) else {
             throw .unsupportedGranularity(mode: codec.mode, granularity: o.granularity.description,
                                           supported: codec.granularities.map(\.description).joined(separator: ", "))
+        }
+        guard codec.methods.contains(o.method) else {
+            throw .badWeight(tensor: w.name, reason: "mode \(codec.mode) does not offer method \(o.method)")
         }
         guard let n = checkedElementCount(w.shape), n == w.values.count else {
             throw .badWeight(tensor: w.name, reason: "\(w.values.count) values for shape \(w.shape)")

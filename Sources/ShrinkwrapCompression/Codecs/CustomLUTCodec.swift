@@ -12,6 +12,8 @@ public struct CustomLUTCodec: WeightCodec {
     public let bitWidths: ClosedRange<Int>? = 1...8
     public let granularities: [GranularityKind] = [.perTensor]
     public let storage = WeightStorageKind.palette
+    /// The table is the user's: only the choice of entries can use calibration data.
+    public let methods: [CompressionMethod] = [.nearest, .gptq]
     /// A table fits one model at best: a sweep does not try it unless asked.
     public let inDefaultSweep = false
     public static let table = CodecOption(key: "lut", kind: .table, help: "the table, a JSON array of numbers (a file; in a plan, an array or a file).")
@@ -38,8 +40,8 @@ public struct CustomLUTCodec: WeightCodec {
         guard lut.count <= 1 << o.bits else {
             throw .badLUT(file: "(table)", reason: "\(lut.count) entries do not fit \(o.bits) bits")
         }
-        let p = try palettize(w, bits: o.bits, granularity: o.granularity) { _, _ in lut }
-        return CodecResult(encoding: .palette(p))
+        let (p, notes) = try palettize(w, bits: o.bits, granularity: o.granularity, method: o.method) { _, _ in lut }
+        return CodecResult(encoding: .palette(p), notes: notes)
     }
 
     /// Reads a table: a JSON array of finite numbers, or an object with a "lut" array.

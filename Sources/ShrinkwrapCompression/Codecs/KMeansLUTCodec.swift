@@ -12,13 +12,17 @@ public struct KMeansLUTCodec: WeightCodec {
     public let bitWidths: ClosedRange<Int>? = 1...8
     public let granularities: [GranularityKind] = [.perTensor, .perChannel, .perGroupedChannel]
     public let storage = WeightStorageKind.palette
+    public let methods: [CompressionMethod] = [.nearest, .weighted, .gptq]
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         let k = 1 << o.bits
-        let p = try palettize(w, bits: o.bits, granularity: o.granularity) { values, importance in
+        var (p, notes) = try palettize(w, bits: o.bits, granularity: o.granularity, method: o.method) { values, importance in
             KMeansLUTCodec.table(values, importance: importance, k: k)
         }
-        return CodecResult(encoding: .palette(p))
+        if o.method.needsCalibration && w.statistics?.misfit(w) == nil {
+            notes.insert("\(o.method): k-means weighted by the inputs' mean squares", at: 0)
+        }
+        return CodecResult(encoding: .palette(p), notes: notes)
     }
 
     /// The centres for one group: optimal on the points, then one Lloyd step.

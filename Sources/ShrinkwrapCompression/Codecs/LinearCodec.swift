@@ -25,6 +25,7 @@ public struct LinearCodec: WeightCodec {
     /// Per channel first: the default, as coremltools' linear mode.
     public let granularities: [GranularityKind] = [.perChannel, .perTensor, .perBlock]
     public let storage = WeightStorageKind.affine
+    public let methods: [CompressionMethod] = [.nearest, .weighted, .gptq]
     public static let symmetric = CodecOption(key: "symmetric", kind: .flag, help: "signed codes symmetric around 0 (zero point 0).")
     public static let exactZero = CodecOption(key: "exact_zero", kind: .flag,
                                               help: "asymmetric codes with an integer zero point, so 0 is exact (what ONNX and TFLite store).")
@@ -88,56 +89,34 @@ public struct LinearCodec: WeightCodec {
         let signed = o.symmetric && b > 1
         var scale = [Float](repeating: 1, count: blocks)
         var bias = [Float](repeating: 0, count: blocks)
-        for s in 0..<blocks {
-            var mn = lo[s], mx = hi[s]
-            if mn > mx { mn = 0; mx = 0 }  // empty block
-            if o.symmetric {
-                let r = max(abs(mn), abs(mx))
-                guard r > 0 else { continue }
-                if b == 1 {
-                    scale[s] = Float(2 * Double(r))
-                    bias[s] = -r
-                } else {
-                    let qmax = Double((1 << (b - 1)) - 1)
-                    var step = Float(Double(r) / qmax)
-                    if step == 0 { step = r }  // a subnormal range: levels 0, ±r
-                    // Rounding (coarse for subnormal scales) must not leave r outside the codes.
-                    while Double(step) * qmax < Double(r) { step = step.nextUp }
-                    scale[s] = step
+        for s in 0..<blocks { (scale[s], bias[s]) = Self.grid(lo[s], hi[s], o) }
+        var values = w.values
+        var notes: [String] = []
+        if o.method.needsCalibration {
+            if let stats = w.statistics, stats.misfit(w) == nil {
+                let importance = stats.importance(w)
+                notes.append(Self.fitGrid(w.values, importance: importance, runs: runs, lo: lo, hi: hi, o: o, scale: &scale, bias: &bias))
+                if o.method == .gptq {
+                    let blockOf = Self.blockIndex(runs, count: w.values.count)
+                    let qr = AffineWeights.codeRange(bits: b, signed: signed)
+                    let (qlo, qhi) = (Double(qr.lowerBound), Double(qr.upperBound))
+                    let (done, note) = GPTQ.run(w, stats) { i, x in
+                        let s = Int(blockOf[i]), sc = Double(scale[s]), of = Double(bias[s])
+                        return sc * roundHalfEven(min(max((x - of) / sc, qlo), qhi)) + of
+                    }
+                    values = done
+                    notes.append(note)
                 }
             } else {
-                if o.exactZero { mn = min(mn, 0); mx = max(mx, 0) }
-                let levels = Double((1 << b) - 1)
-                let range = Double(mx) - Double(mn)
-                if range > 0 && Float(range / levels) > 0 {
-                    var step = range / levels
-                    var z = 0.0
-                    if o.exactZero {
-                        // Round the zero point, then widen the step so both ends still fit.
-                        z = min(max((-Double(mn) / step).rounded(.toNearestOrEven), 0), levels)
-                        if z < levels { step = max(step, Double(mx) / (levels - z)) }
-                        if z > 0 { step = max(step, -Double(mn) / z) }
-                    }
-                    var f = Float(step)
-                    while Double(f) * levels < range * (1 - 1e-12) && f < .greatestFiniteMagnitude { f = f.nextUp }
-                    if o.exactZero {
-                        // Round the scale up to 16 significant bits so that scale × z
-                        // (z < 256) is exact: then the zero code decodes to exactly 0.
-                        f = Float(bitPattern: (f.bitPattern &+ 0xFF) & ~UInt32(0xFF))
-                    }
-                    scale[s] = f
-                    bias[s] = o.exactZero ? -(f * Float(z)) : mn
-                } else {
-                    bias[s] = mn  // constant block: code 0 decodes to it exactly
-                }
+                notes.append("\(o.method): \(w.statistics.flatMap { $0.misfit(w) } ?? "no calibration statistics for this weight"); rounded to nearest")
             }
         }
         let range = AffineWeights.codeRange(bits: b, signed: signed)
         let qlo = Double(range.lowerBound), qhi = Double(range.upperBound)
         let inverse = scale.map { 1 / Double($0) }
         let offset = bias.map(Double.init)
-        let q = [Int16](unsafeUninitializedCapacity: w.values.count) { qp, initialized in
-            w.values.withUnsafeBufferPointer { v in
+        let q = [Int16](unsafeUninitializedCapacity: values.count) { qp, initialized in
+            values.withUnsafeBufferPointer { v in
                 func code(_ x: Float, _ s: Int) -> Int16 {
                     Int16(roundHalfEven(min(max((Double(x) - offset[s]) * inverse[s], qlo), qhi)))
                 }
@@ -152,15 +131,53 @@ public struct LinearCodec: WeightCodec {
                     }
                 }
             }
-            initialized = w.values.count
+            initialized = values.count
         }
         do {
             let a = try AffineWeights(shape: shape, bits: b, signed: signed, q: q, blockShape: blockShape,
                                       scale: scale, bias: bias)
-            return CodecResult(encoding: .affine(a))
+            return CodecResult(encoding: .affine(a), notes: notes)
         } catch {
             throw .layout(tensor: w.name, error)
         }
+    }
+
+    /// The scale and offset of a block whose values span [mn, mx] (an empty block: mn > mx).
+    static func grid(_ lo: Float, _ hi: Float, _ o: CodecOptions) -> (scale: Float, bias: Float) {
+        let b = o.bits
+        var mn = lo, mx = hi
+        if mn > mx { mn = 0; mx = 0 }  // empty block
+        if o.symmetric {
+            let r = max(abs(mn), abs(mx))
+            guard r > 0 else { return (1, 0) }
+            if b == 1 { return (Float(2 * Double(r)), -r) }
+            let qmax = Double((1 << (b - 1)) - 1)
+            var step = Float(Double(r) / qmax)
+            if step == 0 { step = r }  // a subnormal range: levels 0, ±r
+            // Rounding (coarse for subnormal scales) must not leave r outside the codes.
+            while Double(step) * qmax < Double(r) { step = step.nextUp }
+            return (step, 0)
+        }
+        if o.exactZero { mn = min(mn, 0); mx = max(mx, 0) }
+        let levels = Double((1 << b) - 1)
+        let range = Double(mx) - Double(mn)
+        guard range > 0 && Float(range / levels) > 0 else { return (1, mn) }  // constant block: code 0 decodes to it exactly
+        var step = range / levels
+        var z = 0.0
+        if o.exactZero {
+            // Round the zero point, then widen the step so both ends still fit.
+            z = min(max((-Double(mn) / step).rounded(.toNearestOrEven), 0), levels)
+            if z < levels { step = max(step, Double(mx) / (levels - z)) }
+            if z > 0 { step = max(step, -Double(mn) / z) }
+        }
+        var f = Float(step)
+        while Double(f) * levels < range * (1 - 1e-12) && f < .greatestFiniteMagnitude { f = f.nextUp }
+        if o.exactZero {
+            // Round the scale up to 16 significant bits so that scale × z
+            // (z < 256) is exact: then the zero code decodes to exactly 0.
+            f = Float(bitPattern: (f.bitPattern &+ 0xFF) & ~UInt32(0xFF))
+        }
+        return (f, o.exactZero ? -(f * Float(z)) : mn)
     }
 }
 

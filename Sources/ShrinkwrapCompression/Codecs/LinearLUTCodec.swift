@@ -11,6 +11,7 @@ public struct LinearLUTCodec: WeightCodec {
     public let bitWidths: ClosedRange<Int>? = 1...8
     public let granularities: [GranularityKind] = [.perTensor, .perChannel, .perGroupedChannel]
     public let storage = WeightStorageKind.palette
+    public let methods: [CompressionMethod] = [.nearest, .weighted, .gptq]
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {
         let levels = (1 << o.bits) - 1
@@ -26,11 +27,37 @@ public struct LinearLUTCodec: WeightCodec {
                 }
             }
         }
-        let p = try palettize(w, bits: o.bits, granularity: o.granularity, direct: direct) { values, _ in
-            guard let mn = values.min(), let mx = values.max() else { return [0] }
-            let step = (Double(mx) - Double(mn)) / Double(levels)
-            return (0...levels).map { Float(Double(mn) + Double($0) * step) }
+        func table(_ mn: Double, _ mx: Double) -> [Float] {
+            let step = (mx - mn) / Double(levels)
+            return (0...levels).map { Float(mn + Double($0) * step) }
         }
-        return CodecResult(encoding: .palette(p))
+        var (p, notes) = try palettize(w, bits: o.bits, granularity: o.granularity, method: o.method, direct: direct) { values, importance in
+            guard let mn = values.min(), let mx = values.max() else { return [0] }
+            guard let importance, mx > mn else { return table(Double(mn), Double(mx)) }
+            // Weighted: the clipped range (each end in by up to 30 %) with the least weighted error.
+            func error(_ lo: Double, _ hi: Double) -> Double {
+                let step = (hi - lo) / Double(levels), inv = 1 / step, top = Double(levels)
+                var e = 0.0
+                for (i, x) in values.enumerated() {
+                    let d = Double(x) - (lo + roundHalfEven(min(max((Double(x) - lo) * inv, 0), top)) * step)
+                    e += Double(importance[i]) * d * d
+                }
+                return e
+            }
+            let span = Double(mx) - Double(mn)
+            var best = (Double(mn), Double(mx)), bestError = error(best.0, best.1)
+            for a in 0...10 {
+                for c in 0...10 where a + c > 0 {
+                    let lo = Double(mn) + span * 0.03 * Double(a), hi = Double(mx) - span * 0.03 * Double(c)
+                    let e = error(lo, hi)
+                    if e < bestError { best = (lo, hi); bestError = e }
+                }
+            }
+            return table(best.0, best.1)
+        }
+        if o.method.needsCalibration && w.statistics?.misfit(w) == nil {
+            notes.insert("\(o.method): each table's range clipped to the least error weighted by the inputs' mean squares", at: 0)
+        }
+        return CodecResult(encoding: .palette(p), notes: notes)
     }
 }
