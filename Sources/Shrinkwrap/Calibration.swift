@@ -214,6 +214,9 @@ extension Models {
         }
         guard needs else { throw Calibration.Error(description: "--calibration is read by the data-aware methods only: add --method weighted or gptq") }
         let set = try Calibration.load(specs, graph: graph, options: options)
+        if let want = plan?.calibrationSHA256, want != set.sha256 {
+            throw Calibration.Error(description: "the plan was made with calibration data of sha256 \(want); --calibration \(specs.joined(separator: " ")) has sha256 \(set.sha256), which would give other bytes")
+        }
         let started = Date()
         let stats = try Calibration.collect(graph, inputs: set.samples, secondMoment: plan?.needsSecondMoment ?? false, threads: threads)
         progress?(String(format: "calibration: %d inputs (%@), statistics for %d weights in %.1f s", set.samples.count, set.description,

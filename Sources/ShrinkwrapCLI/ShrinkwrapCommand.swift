@@ -18,7 +18,7 @@ struct ShrinkwrapCommand: ParsableCommand {
         commandName: "shrinkwrap",
         abstract: "Import, compress, export and compare neural-network models.",
         version: shrinkwrapVersion,
-        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, Compare.self, Prepare.self, Support.self]
+        subcommands: [Inspect.self, Run.self, Bench.self, Compress.self, Convert.self, SweepCommand.self, TuneCommand.self, Compare.self, Prepare.self, Support.self]
     )
 
     /// Runs the command; a `UserFacingError` becomes one line on stderr and

@@ -143,31 +143,8 @@ public enum CompressWeights {
             entries.append(entry)
         }
 
-        // Encode, largest first, on up to `threads` workers; results land by index.
-        let order = tasks.indices.sorted { tasks[$0].input.values.count > tasks[$1].input.values.count || (tasks[$0].input.values.count == tasks[$1].input.values.count && $0 < $1) }
-        var results = [Result<(CodecResult, Double), CompressionError>?](repeating: nil, count: tasks.count)
-        let encodeStart = DispatchTime.now().uptimeNanoseconds
-        let queue = WorkCounter()
+        let (results, order, workers, encodeSeconds) = encodeAll(tasks, threads: threads)
         let jobs = tasks
-        let workers = max(1, min(threads, tasks.count))
-        results.withUnsafeMutableBufferPointer { out in
-            let outP = UnsafeSendableBuffer(out)
-            let work = { @Sendable in
-                while true {
-                    let k = queue.take()
-                    guard k < order.count else { return }
-                    let task = jobs[order[k]]
-                    let t0 = DispatchTime.now().uptimeNanoseconds
-                    let r: Result<CodecResult, CompressionError> = Result { () throws(CompressionError) in
-                        try WeightCodecs.encode(task.input, with: task.codec, task.rule.options)
-                    }
-                    let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
-                    outP.buffer[order[k]] = r.map { ($0, ms) }
-                }
-            }
-            if workers == 1 { work() } else { DispatchQueue.concurrentPerform(iterations: workers) { _ in work() } }
-        }
-        let encodeSeconds = Double(DispatchTime.now().uptimeNanoseconds - encodeStart) / 1e9
         let stats = errorStats(jobs, results, order: order, workers: workers)
         for (k, task) in tasks.enumerated() {
             guard let r = results[k] else { continue }
@@ -199,6 +176,36 @@ public enum CompressWeights {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds + subgraphEncodeSeconds, threads: workers)
+    }
+
+    /// Encodes every task, largest first, on up to `threads` workers; results land by index.
+    static func encodeAll(_ tasks: [Task], threads: Int) -> (results: [Result<(CodecResult, Double), CompressionError>?], order: [Int],
+                                                             workers: Int, seconds: Double) {
+        let order = tasks.indices.sorted { tasks[$0].input.values.count > tasks[$1].input.values.count || (tasks[$0].input.values.count == tasks[$1].input.values.count && $0 < $1) }
+        var results = [Result<(CodecResult, Double), CompressionError>?](repeating: nil, count: tasks.count)
+        let encodeStart = DispatchTime.now().uptimeNanoseconds
+        let queue = WorkCounter()
+        let jobs = tasks
+        let workers = max(1, min(threads, tasks.count))
+        results.withUnsafeMutableBufferPointer { out in
+            let outP = UnsafeSendableBuffer(out)
+            let work = { @Sendable in
+                while true {
+                    let k = queue.take()
+                    guard k < order.count else { return }
+                    let task = jobs[order[k]]
+                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    let r: Result<CodecResult, CompressionError> = Result { () throws(CompressionError) in
+                        try WeightCodecs.encode(task.input, with: task.codec, task.rule.options)
+                    }
+                    let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+                    outP.buffer[order[k]] = r.map { ($0, ms) }
+                }
+            }
+            if workers == 1 { work() } else { DispatchQueue.concurrentPerform(iterations: workers) { _ in work() } }
+        }
+        let encodeSeconds = Double(DispatchTime.now().uptimeNanoseconds - encodeStart) / 1e9
+        return (results, order, workers, encodeSeconds)
     }
 
     /// The error of every encoded weight against its original, on up to `workers` threads (after

@@ -41,6 +41,9 @@ public struct CompressionPlan: Sendable, Equatable {
     public var byName: [String: RuleChoice]
     /// Weights with fewer elements are skipped (default 2048, as coremltools).
     public var minElements: Int
+    /// The SHA-256 of the calibration data the plan was made with (`tune`): its data-aware rules give
+    /// the same bytes only from the same data, so other data is refused.
+    public var calibrationSHA256: String?
 
     public init(global: RuleChoice? = nil, byOpType: [String: RuleChoice] = [:], byName: [String: RuleChoice] = [:],
                 minElements: Int = 2048) {
@@ -83,13 +86,18 @@ public struct CompressionPlan: Sendable, Equatable {
                 var out: [String: RuleChoice] = [:]
                 for (k, v) in rules { out[k] = try choice(v, at: "\(key).\(k)", file: path, dir: dir) }
                 if key == "op_types" { plan.byOpType = out } else { plan.byName = out }
+            case "calibration_sha256":
+                guard case .string(let h) = value, h.count == 64, h.allSatisfy(\.isHexDigit) else {
+                    throw .badPlan(file: path, reason: "calibration_sha256 must be 64 hex digits")
+                }
+                plan.calibrationSHA256 = h.lowercased()
             case "min_elements":
                 guard case .number(let n) = value, n >= 0, n == n.rounded(), n < 1e15 else {
                     throw .badPlan(file: path, reason: "min_elements must be a non-negative integer")
                 }
                 plan.minElements = Int(n)
             default:
-                throw .badPlan(file: path, reason: "unknown key '\(key)' (expected global, op_types, names, min_elements)")
+                throw .badPlan(file: path, reason: "unknown key '\(key)' (expected global, op_types, names, min_elements, calibration_sha256)")
             }
         }
         return plan
@@ -137,6 +145,53 @@ public struct CompressionPlan: Sendable, Equatable {
         }
         return CompressionRule(mode: mode, options: try WeightCodecs.options(mode: mode, request, origin: origin))
     }
+}
+
+extension CompressionPlan {
+    /// The plan as a file `load` reads back to the same plan: sorted keys, two-space indents.
+    public var json: String {
+        func rule(_ c: RuleChoice) -> String {
+            guard case .compress(let r) = c else { return "\"skip\"" }
+            var fields = ["\"mode\": \(quoted(r.mode))"]
+            let codec = try? WeightCodecs.codec(named: r.mode)
+            if codec?.bitWidths != nil { fields.append("\"bits\": \(r.options.bits)") }
+            fields.append("\"granularity\": \(quoted(r.options.granularity.description))")
+            if r.options.method != .nearest { fields.append("\"method\": \(quoted(r.options.method.rawValue))") }
+            if r.options.symmetric { fields.append("\"symmetric\": true") }
+            if r.options.exactZero { fields.append("\"exact_zero\": true") }
+            if r.options.clampFP16 { fields.append("\"clamp_fp16\": true") }
+            if let lut = r.options.lut { fields.append("\"lut\": [" + lut.map { "\($0)" }.joined(separator: ", ") + "]") }
+            return "{" + fields.sorted().joined(separator: ", ") + "}"
+        }
+        func table(_ rules: [String: RuleChoice]) -> String {
+            guard !rules.isEmpty else { return "{}" }
+            return "{\n" + rules.keys.sorted().map { "    \(quoted($0)): \(rule(rules[$0] ?? .skip))" }.joined(separator: ",\n") + "\n  }"
+        }
+        var top: [String] = []
+        if let h = calibrationSHA256 { top.append("  \"calibration_sha256\": \(quoted(h))") }
+        if let g = global { top.append("  \"global\": \(rule(g))") }
+        top.append("  \"min_elements\": \(minElements)")
+        if !byName.isEmpty { top.append("  \"names\": \(table(byName))") }
+        if !byOpType.isEmpty { top.append("  \"op_types\": \(table(byOpType))") }
+        return "{\n" + top.joined(separator: ",\n") + "\n}\n"
+    }
+}
+
+/// A JSON string literal.
+func quoted(_ s: String) -> String {
+    var out = "\""
+    for u in s.unicodeScalars {
+        switch u {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+        }
+    }
+    return out + "\""
 }
 
 /// A JSON value, for strict reading of small configuration files.

@@ -32,6 +32,9 @@ public final class AgreementRunner: @unchecked Sendable {
     /// for bit. Then every group of exactly this many runs stacked; the inputs left run one at a time.
     public private(set) var batch = 1
 
+    /// How many inputs each comparison runs.
+    public var inputCount: Int { inputs.count }
+
     /// Runs the reference over `inputs`. `batch`: most inputs per candidate run (nil: 16; 1: one
     /// at a time); batching is used only where the probe (`batchProbe`) shows it changes no bit.
     public init(reference: Graph, inputs: [[String: Tensor]], labels: [String] = [], layerSamples: Int = 4, threads: Int? = nil,

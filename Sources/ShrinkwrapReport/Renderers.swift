@@ -99,9 +99,12 @@ public enum SweepRenderer {
 
     /// GitHub-flavoured Markdown: the summary table first, then per-output,
     /// per-layer and skipped-weight sections.
-    public static func markdown(_ report: SweepReport) -> String {
+    public static func markdown(_ report: SweepReport) -> String { markdown(blocks: reportBlocks(report)) }
+
+    /// Blocks as GitHub-flavoured Markdown (plots are HTML only).
+    static func markdown(blocks: [Block]) -> String {
         var parts: [String] = []
-        for block in reportBlocks(report) {
+        for block in blocks {
             switch block {
             case .heading(let level, let inline):
                 parts.append(String(repeating: "#", count: level) + " " + markdownInline(inline, inTable: false))
@@ -171,13 +174,18 @@ public enum SweepRenderer {
 
     /// One self-contained HTML5 page: inline CSS, an inline SVG plot, no scripts.
     public static func html(_ report: SweepReport) -> String {
+        html(blocks: reportBlocks(report), title: "Shrinkwrap sweep report: \(report.model.file)")
+    }
+
+    /// Blocks as a standalone HTML page.
+    static func html(blocks: [Block], title: String) -> String {
         var out = """
         <!DOCTYPE html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>Shrinkwrap sweep report: \(htmlEscape(report.model.file))</title>
+        <title>\(htmlEscape(title))</title>
         <style>
         \(css)
         </style>
@@ -185,7 +193,7 @@ public enum SweepRenderer {
         <body>
 
         """
-        for block in reportBlocks(report) {
+        for block in blocks {
             switch block {
             case .heading(let level, let inline):
                 out += "<h\(level)>\(htmlInline(inline))</h\(level)>\n"

@@ -1,0 +1,208 @@
+import Foundation
+import ShrinkwrapCompression
+import ShrinkwrapData
+import ShrinkwrapIR
+import ShrinkwrapReport
+import ShrinkwrapRuntime
+
+/// One setting `tune` may give a weight: a mode, its bits, granularity and method.
+public struct TuneCandidate: Sendable, Equatable {
+    public var rule: CompressionRule
+
+    /// `MODE[:BITS[:GRANULARITY[:METHOD]]]`, e.g. `kmeans-lut:4`, `linear:4:per-block:32:gptq`
+    /// (a granularity with a size keeps its colon), `fp16`. The method defaults to the most
+    /// data-aware one the mode offers (gptq, else weighted, else nearest).
+    public init(parsing text: String) throws {
+        var parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        let mode = parts.removeFirst()
+        let codec = try WeightCodecs.codec(named: mode)
+        var request = CodecRequest()
+        if let b = parts.first, codec.bitWidths != nil {
+            guard let bits = Int(b) else { throw Tune.Error(description: "--candidates \(text): '\(b)' is not a bit width") }
+            request.bits = bits
+            parts.removeFirst()
+        }
+        if let method = parts.last.flatMap(CompressionMethod.init(rawValue:)) {
+            request.method = method
+            parts.removeLast()
+        } else {
+            request.method = [CompressionMethod.gptq, .weighted, .nearest].first { codec.methods.contains($0) }
+        }
+        if !parts.isEmpty { request.granularity = try Granularity(parsing: parts.joined(separator: ":")) }
+        rule = CompressionRule(mode: mode, options: try WeightCodecs.options(mode: mode, request, origin: .commandLine))
+    }
+
+    public init(rule: CompressionRule) { self.rule = rule }
+
+    /// "linear 4-bit per-channel asymmetric gptq".
+    public var summary: String { rule.summary }
+
+    /// The default ladder: fp16, linear 8 / 6 / 5 / 4 / 3 per channel, k-means palettes of 5 / 4 / 3 / 2 bits per tensor.
+    public static let defaults = ["fp16", "linear:8", "linear:6", "linear:5", "linear:4", "linear:3",
+                                  "kmeans-lut:5", "kmeans-lut:4", "kmeans-lut:3", "kmeans-lut:2"]
+}
+
+/// What `shrinkwrap tune` is asked for.
+public struct TuneOptions: Sendable {
+    /// Top-1 agreement (percent) of the first output the result must keep.
+    public var minAgreement: Double = 99
+    /// The most bits per weight (all float weights, tables and scales included) the result may take.
+    public var maxBitsPerWeight: Double?
+    public var candidates: [TuneCandidate] = []
+    public var minElements: Int?
+    public var threads: Int?
+    /// Calibration inputs used per sensitivity run (the first ones).
+    public var sensitivityInputs = 64
+    /// The format the result is written in: candidates it cannot hold are dropped before any work.
+    public var format: ModelFormat?
+    public var exportOptions = ExportOptions()
+    /// Points of the size / agreement path measured on the validation data for the report.
+    public var curvePoints = 12
+
+    public init() {}
+}
+
+/// `shrinkwrap tune`: per-weight settings that keep the agreement target at the fewest weight bytes.
+///
+/// 1. Calibration statistics (`Calibration.collect`) for the data-aware methods.
+/// 2. Every candidate encodes every weight (one compress pass per candidate, each weight exactly
+///    as a plan naming it would encode it).
+/// 3. Sensitivity: for each weight and candidate, the model with only that weight compressed runs
+///    over the first `sensitivityInputs` calibration inputs; the change of the outputs against the
+///    original (noise-to-signal energy ratio, top-1 flips, PSNR) is that setting's cost.
+/// 4. A path from float32 to the cheapest settings: each step moves the one weight whose move costs
+///    the least output error per byte saved (over each weight's lower frontier of bytes vs error).
+/// 5. The smallest point on the path whose model keeps the target on the calibration inputs (binary
+///    search, each probe a full run), then that point as a plan (`CompressionPlan.byName`),
+///    compressed once more through the plan — what `convert --plan` gives — and measured on the
+///    validation inputs. Points along the path are measured on validation for the report's curve.
+public enum Tune {
+    public struct Error: UserFacingError { public let description: String }
+
+    /// One weight's options: float32 first, then the candidates that apply to it.
+    struct Weight {
+        var name: String
+        var shape: [Int]
+        var elements: Int
+        var bytes32: Int
+        /// Per candidate (index into the candidate list): the encoding and its measured cost; nil where
+        /// the candidate left the weight alone (too small, refused by the format).
+        var options: [Option?]
+    }
+
+    struct Option {
+        var encoding: WeightEncoding
+        var bytes: Int
+        var noise: Double = 0
+        var flips = 0
+        var psnr: Double?
+        var notes: [String]
+    }
+
+    /// A point of the path: the candidate index per weight (nil: float32).
+    struct Point {
+        var choice: [Int?]
+        var bytes: Int
+        var predicted: Double
+    }
+
+    public struct Outcome {
+        public var graph: Graph
+        public var plan: CompressionPlan
+        public var log: CompressionLog
+        public var report: TuneReport
+        public var met: Bool
+    }
+
+    public static func run(model path: String, graph original: Graph, validation: InputSet, calibration given: InputSet?,
+                           options o: TuneOptions, progress: SweepProgress? = nil) throws -> Outcome {
+        let started = Date()
+        let threads = max(1, o.threads ?? Interpreter.defaultThreads)
+        let calibration = given ?? validation
+        if given == nil { progress?("no --calibration: choosing on the validation data (the report says so)") }
+        // Candidates the output format cannot hold: dropped now.
+        var candidates: [TuneCandidate] = []
+        for c in o.candidates {
+            var plan = CompressionPlan(c.rule)
+            if let m = o.minElements { plan.minElements = m }
+            if let f = o.format, let why = f.conflicts(graph: original, plan: plan, options: o.exportOptions).first {
+                progress?("candidate \(c.summary): dropped, .\(f.mainExtension) cannot hold it (\(why))")
+                continue
+            }
+            candidates.append(c)
+        }
+        guard !candidates.isEmpty else { throw Error(description: "no candidate the output format can hold") }
+        let needsStats = candidates.contains { $0.rule.options.method.needsCalibration }
+        let needsMoment = candidates.contains { $0.rule.options.method == .gptq }
+        var stats: [String: WeightStatistics] = [:]
+        if needsStats {
+            let t0 = Date()
+            stats = try Calibration.collect(original, inputs: calibration.samples, secondMoment: needsMoment, threads: threads)
+            progress?(String(format: "calibration statistics for %d weights from %d inputs in %.1f s", stats.count,
+                             calibration.samples.count, Date().timeIntervalSince(t0)))
+        }
+        var weights = try encodeAll(original, candidates: candidates, options: o, stats: stats, threads: threads)
+        guard !weights.isEmpty else { throw Error(description: "no weight to tune (every one is below --min-elements or refused)") }
+        progress?(String(format: "%d weights × %d candidates encoded in %.1f s", weights.count, candidates.count, Date().timeIntervalSince(started)))
+
+        let sensitivitySet = Array(calibration.samples.prefix(max(1, o.sensitivityInputs)))
+        let sensitivityRunner = try AgreementRunner(reference: original, inputs: sensitivitySet, layerSamples: 0, threads: 1)
+        try measureSensitivity(&weights, original: original, runner: sensitivityRunner, threads: threads, progress: progress)
+        let points = Self.path(weights)
+        progress?("path of \(points.count) points from \(points.first?.bytes ?? 0) to \(points.last?.bytes ?? 0) weight bytes")
+
+        let otherBytes = Sweep.size(original, fileBytes: nil).weightBytes - weights.reduce(0) { $0 + $1.bytes32 }
+        let weightCount = Sweep.size(original, fileBytes: nil).weightCount
+        let calRunner = try AgreementRunner(reference: original, inputs: calibration.samples, layerSamples: 0, threads: threads)
+        guard try calRunner.compare(original).outputs.first?.top1Agreement != nil else {
+            throw Error(description: "tune needs a first output that is a score vector (its top-1 agreement is the target)")
+        }
+        var calAgreement: [Int: Double] = [:]
+        func agreementOnCalibration(_ k: Int) throws -> Double {
+            if let a = calAgreement[k] { return a }
+            let a = try calRunner.compare(apply(points[k], weights, to: original)).outputs.first?.top1Agreement ?? 0
+            calAgreement[k] = a
+            return a
+        }
+        // The smallest point keeping the target: the path's agreement falls (roughly) monotonically.
+        var lo = 0, hi = points.count - 1
+        var chosen: Int? = try agreementOnCalibration(0) >= o.minAgreement ? 0 : nil
+        if chosen != nil {
+            while lo < hi {
+                let mid = (lo + hi + 1) / 2
+                if try agreementOnCalibration(mid) >= o.minAgreement { lo = mid; chosen = mid } else { hi = mid - 1 }
+            }
+        }
+        if let cap = o.maxBitsPerWeight, let k = chosen, Double(8 * (points[k].bytes + otherBytes)) / Double(max(weightCount, 1)) > cap {
+            progress?(String(format: "the smallest point keeping %.2f%% takes more than %.2f bits per weight", o.minAgreement, cap))
+            chosen = nil
+        }
+        let pick = chosen ?? (points.count - 1)
+        let plan = Self.plan(points[pick], weights, candidates: candidates, minElements: o.minElements, calibration: needsStats ? calibration : nil)
+        var graph = original
+        let log = try Models.compress(&graph, plan: plan, threads: threads, for: o.format, options: o.exportOptions, statistics: stats)
+        let valRunner = try AgreementRunner(reference: original, inputs: validation.samples, layerSamples: 0, threads: threads)
+        let final = try valRunner.compare(graph).outputs
+        let valAgreement = final.first?.top1Agreement ?? 0
+        let met = chosen != nil && valAgreement >= o.minAgreement
+        // The curve: evenly spaced points of the path, measured on the validation data.
+        let step = max(1, (points.count - 1) / max(1, o.curvePoints - 1))
+        var indices = Array(stride(from: 0, to: points.count, by: step))
+        if indices.last != points.count - 1 { indices.append(points.count - 1) }
+        if !indices.contains(pick) { indices.append(pick); indices.sort() }
+        var curve: [TuneReport.Point] = []
+        for k in indices {
+            let outputs = k == pick ? final : try valRunner.compare(apply(points[k], weights, to: original)).outputs
+            curve.append(TuneReport.Point(weightBytes: points[k].bytes + otherBytes,
+                                          bitsPerWeight: Double(8 * (points[k].bytes + otherBytes)) / Double(max(weightCount, 1)),
+                                          predictedNoise: points[k].predicted, validationTop1: outputs.first?.top1Agreement,
+                                          validationPSNR: outputs.first?.psnrDB, calibrationTop1: calAgreement[k], chosen: k == pick))
+        }
+        let calTop1 = try calRunner.compare(graph).outputs.first?.top1Agreement
+        let report = try makeReport(model: path, graph: original, points: points, weights: weights, candidates: candidates, chosen: pick,
+                                    met: met, final: final, log: log, curve: curve, validation: validation, calibration: given,
+                                    options: o, calibrationTop1: calTop1, compressed: graph)
+        progress?(String(format: "tuned in %.1f s", Date().timeIntervalSince(started)))
+        return Outcome(graph: graph, plan: plan, log: log, report: report, met: met)
+    }
+}
