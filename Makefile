@@ -25,7 +25,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus bench-large crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus bench-large quality-inputs bench-quality crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -488,6 +488,16 @@ bench-sweep: corpus build venv-corpus ## a full default sweep of a 3 MB real cla
 	python3 Scripts/bench_sweep.py --shrinkwrap $(BIN) --threads 2 --python-corpus $(VENV_CORPUS)/bin/python
 
 # Every corpus model on its real inputs: shrinkwrap vs onnxruntime (.onnx) or tf.lite + XNNPACK (.tflite),
+# Issue 26's quality targets on the corpus classifiers: data-aware 4-bit against round to nearest, tune against
+# the smallest uniform setting keeping 99 %, on calibration / validation sets disjoint by source.
+quality-inputs: corpus deps-corpus venv-corpus ## make the calibration / validation sets of the three corpus classifiers into $SHRINKWRAP_CORPUS/quality (~20 s)
+	$(VENV_CORPUS)/bin/python Scripts/quality_inputs.py make
+	$(VENV_CORPUS)/bin/python Scripts/quality_inputs.py --verify
+
+bench-quality: quality-inputs build ## data-aware compression and tune on the corpus classifiers vs round to nearest; out/bench/quality.md and .json (~10 min)
+	@mkdir -p out/bench
+	python3 Scripts/bench_quality.py --shrinkwrap $(BIN) --threads 2
+
 # 2 threads each, alternating rounds; out/bench/corpus.md and .json.
 bench-corpus: corpus corpus-inputs build venv venv-tf ## inference ms on the real-model corpus vs onnxruntime / tf.lite + XNNPACK, same inputs, same run (~10 min)
 	@mkdir -p out/bench

@@ -12,6 +12,8 @@ public struct CompressionSettings: Sendable {
     /// The codec options given (`--symmetric`, `--lut FILE` …), by option key; the codec of `mode` checks them.
     public var codecSettings: [String: CodecSetting] = [:]
     public var planFile: String?
+    /// `--fold-batchnorm`: beats the plan file's setting when on.
+    public var foldBatchNorm = false
     public var minElements: Int?
 
     public init() {}
@@ -32,6 +34,7 @@ public struct CompressionSettings: Sendable {
             guard minElements >= 0 else { throw CompressionError.badPlan(file: "--min-elements", reason: "must be at least 0") }
             plan.minElements = minElements
         }
+        if foldBatchNorm { plan.foldBatchNorm = true }
         let origin = SettingOrigin.commandLine
         guard let mode else {
             if planFile == nil { throw origin.error("give --mode or --plan") }
@@ -79,6 +82,7 @@ extension CompressionLog {
         }
         let before = bytesBefore, after = bytesAfter
         let pct = before > 0 ? 100 * (1 - Double(after) / Double(before)) : 0
+        if let n = foldedBatchNorms { out += "\(n) BatchNormalization(s) folded into their Conv(s) first\n" }
         out += String(format: "%d of %d constants compressed: %@ → %@ (%.1f%% smaller), %.2f s on %d thread(s)\n",
                       compressedCount, entries.count, Inspection.formatBytes(before), Inspection.formatBytes(after), pct, seconds, threads)
         return out

@@ -135,6 +135,7 @@ extension Tune {
                                          "sensitivity_inputs": String(o.sensitivityInputs)]
         if let m = o.minElements { options["min_elements"] = String(m) }
         if let f = o.format { options["format"] = f.mainExtension }
+        options["fold_batchnorm"] = o.foldBatchNorm ? "true" : "false"
         return TuneReport(
             tool: "shrinkwrap \(shrinkwrapVersion)",
             model: ModelInfo(file: URL(fileURLWithPath: path).lastPathComponent, sha256: SHA256.hex(try Models.sourceBytes(path)), format: graph.sourceFormat),

@@ -39,6 +39,9 @@ struct TuneCommand: ParsableCommand {
     @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
     var minElements: Int?
 
+    @Flag(name: .customLong("keep-batchnorm"), help: "Do not fold BatchNormalizations into their Convs first (folding is the default: the plan says so, and convert --plan does the same).")
+    var keepBatchNorm = false
+
     @Option(name: .customLong("sensitivity-inputs"), help: "Calibration inputs per sensitivity run.")
     var sensitivityInputs = 64
 
@@ -67,6 +70,7 @@ struct TuneCommand: ParsableCommand {
             try TuneCandidate(parsing: $0.trimmingCharacters(in: .whitespaces))
         }
         o.minElements = minElements
+        o.foldBatchNorm = !keepBatchNorm
         o.threads = threads
         o.sensitivityInputs = sensitivityInputs
         o.format = ModelFormats.format(for: URL(fileURLWithPath: output))

@@ -37,6 +37,8 @@ public struct CompressionLog: Sendable, Equatable, Codable {
     /// Wall time of the encoding alone (all workers), for comparisons with other tools' encoders.
     public var encodeSeconds: Double
     public var threads: Int
+    /// BatchNormalizations folded into their Convs first (`CompressionPlan.foldBatchNorm`); nil when not asked.
+    public var foldedBatchNorms: Int?
 
     public var bytesBefore: Int { entries.reduce(0) { $0 + $1.bytesBefore } }
     public var bytesAfter: Int { entries.reduce(0) { $0 + $1.bytesAfter } }
@@ -82,6 +84,12 @@ public enum CompressWeights {
     public static func run(_ graph: inout Graph, plan: CompressionPlan, threads: Int = 1, fits: WeightLayoutFit? = nil,
                            statistics: [String: WeightStatistics] = [:]) throws(CompressionError) -> CompressionLog {
         let started = DispatchTime.now().uptimeNanoseconds
+        var folded: Int? = nil
+        if plan.foldBatchNorm {
+            let (g, n) = graph.foldingBatchNormIntoConv()
+            graph = g
+            folded = n
+        }
         if graph.hasControlFlow { graph = graph.hoistingLoopInvariants().graph }  // weights a Loop carries, read in place
         let uses = constantUses(graph)
         var entries: [CompressionLogEntry] = []
@@ -175,7 +183,9 @@ public enum CompressWeights {
             }
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        return CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds + subgraphEncodeSeconds, threads: workers)
+        var log = CompressionLog(entries: entries, seconds: seconds, encodeSeconds: encodeSeconds + subgraphEncodeSeconds, threads: workers)
+        log.foldedBatchNorms = folded
+        return log
     }
 
     /// Encodes every task, largest first, on up to `threads` workers; results land by index.

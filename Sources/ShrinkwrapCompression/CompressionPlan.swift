@@ -44,6 +44,9 @@ public struct CompressionPlan: Sendable, Equatable {
     /// The SHA-256 of the calibration data the plan was made with (`tune`): its data-aware rules give
     /// the same bytes only from the same data, so other data is refused.
     public var calibrationSHA256: String?
+    /// Fold each BatchNormalization that alone reads a Conv into that Conv before compressing
+    /// (`Graph.foldingBatchNormIntoConv`): the weights compressed are the ones the layer applies.
+    public var foldBatchNorm = false
 
     public init(global: RuleChoice? = nil, byOpType: [String: RuleChoice] = [:], byName: [String: RuleChoice] = [:],
                 minElements: Int = 2048) {
@@ -91,13 +94,16 @@ public struct CompressionPlan: Sendable, Equatable {
                     throw .badPlan(file: path, reason: "calibration_sha256 must be 64 hex digits")
                 }
                 plan.calibrationSHA256 = h.lowercased()
+            case "fold_batchnorm":
+                guard case .bool(let b) = value else { throw .badPlan(file: path, reason: "fold_batchnorm must be true or false") }
+                plan.foldBatchNorm = b
             case "min_elements":
                 guard case .number(let n) = value, n >= 0, n == n.rounded(), n < 1e15 else {
                     throw .badPlan(file: path, reason: "min_elements must be a non-negative integer")
                 }
                 plan.minElements = Int(n)
             default:
-                throw .badPlan(file: path, reason: "unknown key '\(key)' (expected global, op_types, names, min_elements, calibration_sha256)")
+                throw .badPlan(file: path, reason: "unknown key '\(key)' (expected global, op_types, names, min_elements, fold_batchnorm, calibration_sha256)")
             }
         }
         return plan
@@ -169,6 +175,7 @@ extension CompressionPlan {
         }
         var top: [String] = []
         if let h = calibrationSHA256 { top.append("  \"calibration_sha256\": \(quoted(h))") }
+        if foldBatchNorm { top.append("  \"fold_batchnorm\": true") }
         if let g = global { top.append("  \"global\": \(rule(g))") }
         top.append("  \"min_elements\": \(minElements)")
         if !byName.isEmpty { top.append("  \"names\": \(table(byName))") }

@@ -65,10 +65,19 @@ public struct OutputMetrics: Codable, Sendable, Equatable {
     /// Most frequent top-1 label changes (only with labels and a score vector),
     /// sorted by count descending, then reference, then candidate; at most 20.
     public var flips: [LabelFlip]
+    /// Percent of predictions whose argmax agrees with at least half the reference's margin left
+    /// (top score minus the runner-up's): a stricter agreement that also counts the predictions a
+    /// slightly larger change would flip (`tune` chooses by it). Not written to reports.
+    public var top1WithMargin: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case name, inputs, classes, top1Agreement, top5Agreement, meanCosine, minCosine, snrDB, psnrDB, maxAbsError, flips
+    }
 
     public init(name: String, inputs: Int, classes: Int? = nil, top1Agreement: Double? = nil, top5Agreement: Double? = nil,
                 meanCosine: Double, minCosine: Double, snrDB: Double? = nil, psnrDB: Double? = nil,
-                maxAbsError: Double, flips: [LabelFlip] = []) {
+                maxAbsError: Double, flips: [LabelFlip] = [], top1WithMargin: Double? = nil) {
+        self.top1WithMargin = top1WithMargin
         self.name = name
         self.inputs = inputs
         self.classes = classes
@@ -126,6 +135,7 @@ public struct MetricsAccumulator: Sendable {
     private var allScoreVectors = true
     private var rows = 0
     private var top1Hits = 0
+    private var marginHits = 0
     private var topKHits = 0
     private var flipCounts: [FlipKey: Int] = [:]
 
@@ -189,6 +199,9 @@ public struct MetricsAccumulator: Sendable {
             rows += 1
             if refTop == candTop {
                 top1Hits += 1
+                var refNext = -Double.infinity, candNext = -Double.infinity
+                for j in 0..<k where j != refTop { refNext = max(refNext, r[base + j]); candNext = max(candNext, c[base + j]) }
+                if c[base + refTop] - candNext >= 0.5 * (r[base + refTop] - refNext) { marginHits += 1 }
             } else if !labels.isEmpty {
                 let from = label(refTop), to = label(candTop)
                 if from != to { flipCounts[FlipKey(reference: from, candidate: to), default: 0] += 1 }
@@ -223,7 +236,8 @@ public struct MetricsAccumulator: Sendable {
             snrDB: decibels(referenceEnergy, errorEnergy),
             psnrDB: mse == 0 ? nil : decibels(peak * peak, mse),
             maxAbsError: maxAbs,
-            flips: flips
+            flips: flips,
+            top1WithMargin: scores ? 100 * Double(marginHits) / Double(rows) : nil
         )
     }
 

@@ -19,7 +19,7 @@ public struct KMeansLUTCodec: WeightCodec {
         var (p, notes) = try palettize(w, bits: o.bits, granularity: o.granularity, method: o.method) { values, importance in
             KMeansLUTCodec.table(values, importance: importance, k: k)
         }
-        if o.method.needsCalibration && w.statistics?.misfit(w) == nil {
+        if o.method.needsCalibration, let s = w.statistics, s.misfit(w) == nil {
             notes.insert("\(o.method): k-means weighted by the inputs' mean squares", at: 0)
         }
         return CodecResult(encoding: .palette(p), notes: notes)

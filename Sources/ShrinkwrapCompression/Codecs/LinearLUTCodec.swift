@@ -55,7 +55,7 @@ public struct LinearLUTCodec: WeightCodec {
             }
             return table(best.0, best.1)
         }
-        if o.method.needsCalibration && w.statistics?.misfit(w) == nil {
+        if o.method.needsCalibration, let s = w.statistics, s.misfit(w) == nil {
             notes.insert("\(o.method): each table's range clipped to the least error weighted by the inputs' mean squares", at: 0)
         }
         return CodecResult(encoding: .palette(p), notes: notes)

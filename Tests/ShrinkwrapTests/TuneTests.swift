@@ -1,0 +1,93 @@
+import Foundation
+import Shrinkwrap
+import ShrinkwrapCompression
+import ShrinkwrapData
+import ShrinkwrapIR
+import ShrinkwrapReport
+import ShrinkwrapRuntime
+import ShrinkwrapTestSupport
+import XCTest
+
+/// `Tune.run` end to end on a small classifier whose hidden layer is much more sensitive than its
+/// output layer: the target is kept, the plan reproduces the bytes, the result does not depend on
+/// the thread count, and an unreachable target says so.
+final class TuneTests: XCTestCase {
+    /// x [1, 32] → MatMul 32×64 → Relu → MatMul 64×10 → Softmax.
+    func classifier() -> (Graph, InputSet, InputSet) {
+        var rng = SplitMix(seed: 21)
+        func floats(_ n: Int, _ s: Double) -> [Float] { (0..<n).map { _ in Float(rng.normal() * s) } }
+        let g = Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(32)])],
+                      outputs: [ValueInfo(name: "p", dtype: .float32, shape: nil)],
+                      nodes: [Node(name: "fc1", opType: "MatMul", inputs: ["x", "w1"], outputs: ["h"]),
+                              Node(name: "relu", opType: "Relu", inputs: ["h"], outputs: ["r"]),
+                              Node(name: "fc2", opType: "MatMul", inputs: ["r", "w2"], outputs: ["l"]),
+                              Node(name: "softmax", opType: "Softmax", inputs: ["l"], outputs: ["p"], attributes: ["axis": .int(-1)])],
+                      constants: [Constant(name: "w1", tensor: Tensor(floats(32 * 64, 0.3), shape: [32, 64])),
+                                  Constant(name: "w2", tensor: Tensor(floats(64 * 10, 0.3), shape: [64, 10]))])
+        func set(_ n: Int, _ tag: String) -> InputSet {
+            InputSet(samples: (0..<n).map { _ in ["x": Tensor(floats(32, 1), shape: [1, 32])] }, sources: (0..<n).map { "\(tag) \($0)" },
+                     description: "\(n) synthetic \(tag) inputs", random: false)
+        }
+        return (g, set(80, "cal"), set(80, "val"))
+    }
+
+    func options(_ threads: Int) -> TuneOptions {
+        var o = TuneOptions()
+        o.minAgreement = 95
+        o.minElements = 0
+        o.threads = threads
+        o.sensitivityInputs = 40
+        o.candidates = ["fp16", "linear:8", "linear:4", "linear:2", "kmeans-lut:3", "kmeans-lut:1"].map { try! TuneCandidate(parsing: $0) }
+        return o
+    }
+
+    func testTuneKeepsTheTargetReproducesAndIsDeterministic() throws {
+        let (g, cal, val) = classifier()
+        let dir = try makeTempDir("tune")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let model = dir.appendingPathComponent("model.onnx").path
+        _ = try Models.save(g, to: model, inputs: [])
+        let two = try Tune.run(model: model, graph: g, validation: val, calibration: cal, options: options(2))
+        let one = try Tune.run(model: model, graph: g, validation: val, calibration: cal, options: options(1))
+        XCTAssertEqual(two.graph, one.graph)
+        XCTAssertEqual(two.report, one.report)
+        XCTAssertEqual(two.plan.json, one.plan.json)
+        XCTAssertTrue(two.met, "\(two.report.outputs)")
+        XCTAssertGreaterThanOrEqual(two.report.outputs.first?.top1Agreement ?? 0, 95)
+        XCTAssertLessThan(two.report.result.weightBytes, two.report.reference.weightBytes / 3, "under ~11 bits per weight on average")
+        XCTAssertEqual(two.report.weights.map(\.name), ["w1", "w2"])
+        XCTAssertTrue(two.report.curve.contains { $0.chosen })
+        XCTAssertEqual(two.report.calibration?.sha256, cal.sha256)
+        XCTAssertEqual(two.plan.calibrationSHA256, cal.sha256)
+        // The plan, read back from its file, gives the same bytes.
+        let planFile = dir.appendingPathComponent("plan.json")
+        try Data(two.plan.json.utf8).write(to: planFile)
+        let plan = try CompressionPlan.load(planFile.path)
+        var again = g
+        let stats = try Calibration.collect(g, inputs: cal.samples, secondMoment: true, threads: 1)
+        _ = try Models.compress(&again, plan: plan, threads: 1, statistics: stats)
+        XCTAssertEqual(again, two.graph)
+        for f in ReportFormat.allCases { XCTAssertFalse(TuneRenderer.render(two.report, as: f).isEmpty) }
+        XCTAssertTrue(TuneRenderer.render(two.report, as: .html).contains("<svg"))
+    }
+
+    func testUnreachableTargetsAreNotMet() throws {
+        let (g, cal, val) = classifier()
+        let dir = try makeTempDir("tune-unmet")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let model = dir.appendingPathComponent("model.onnx").path
+        _ = try Models.save(g, to: model, inputs: [])
+        var o = options(1)
+        o.maxBitsPerWeight = 0.5
+        let capped = try Tune.run(model: model, graph: g, validation: val, calibration: cal, options: o)
+        XCTAssertFalse(capped.met)
+        // Without calibration data the validation data serves, and the report says so.
+        let same = try Tune.run(model: model, graph: g, validation: val, calibration: nil, options: options(1))
+        XCTAssertNil(same.report.calibration)
+        XCTAssertTrue(TuneRenderer.render(same.report, as: .markdown).contains(TuneReport.sameDataWarning))
+        XCTAssertThrowsError(try TuneCandidate(parsing: "linear:x"))
+        XCTAssertEqual(try TuneCandidate(parsing: "kmeans-lut:4:per-grouped-channel:16").summary, "kmeans-lut 4-bit per-grouped-channel:16 gptq")
+        XCTAssertEqual(try TuneCandidate(parsing: "linear:4:per-block:32:weighted").summary, "linear 4-bit per-block:32 asymmetric weighted")
+        XCTAssertEqual(try TuneCandidate(parsing: "fp16").summary, "fp16 per-tensor")
+    }
+}
