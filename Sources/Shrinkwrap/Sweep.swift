@@ -26,6 +26,10 @@ public struct SweepOptions: Sendable {
     /// Inputs per candidate run past the layer samples (nil: `AgreementRunner`'s default; 1: one at a time).
     public var batch: Int?
     public var labels: [String] = []
+    /// Methods each mode is tried with (those it offers; `nearest` for fixed-width modes).
+    public var methods: [CompressionMethod] = [.nearest]
+    /// Calibration inputs for the data-aware methods.
+    public var calibration: [[String: Tensor]] = []
     /// Write every variant's decoded compressed weights here (DIR/MODE-BITS/k.npy + manifest.json), for
     /// independent re-runs (Scripts/sweep_crosscheck.py).
     public var dumpWeightsDir: String?
@@ -40,16 +44,21 @@ public enum Sweep {
     public struct Error: UserFacingError { public let description: String }
 
     /// The variants the options ask for, in report order.
-    public static func variants(_ o: SweepOptions) throws -> [(mode: String, bits: Int)] {
-        var out: [(String, Int)] = []
+    public static func variants(_ o: SweepOptions) throws -> [(mode: String, bits: Int, method: CompressionMethod)] {
+        var out: [(String, Int, CompressionMethod)] = []
+        let needs = o.methods.filter(\.needsCalibration)
+        if !needs.isEmpty && o.calibration.isEmpty {
+            throw Error(description: "--methods \(needs.map(\.rawValue).joined(separator: ",")) need --calibration DATA")
+        }
         for m in o.modes {
             let codec = try WeightCodecs.codec(named: m)
+            let methods = o.methods.filter { codec.methods.contains($0) }
             if codec.bitWidths == nil {
-                out.append((m, codec.effectiveBits(0)))
+                for method in methods.isEmpty ? [.nearest] : methods { out.append((m, codec.effectiveBits(0), method)) }
             } else {
                 for b in o.bits {
                     guard codec.bitWidths?.contains(b) == true else { throw Error(description: "--bits \(b) is outside what \(m) takes") }
-                    out.append((m, b))
+                    for method in methods { out.append((m, b, method)) }
                 }
             }
         }
@@ -67,6 +76,13 @@ public enum Sweep {
         let graph = try Models.load(path)
         let plan = try variants(o)
         let started = Date()
+        var stats: [String: WeightStatistics] = [:]
+        if plan.contains(where: { $0.method.needsCalibration }) {
+            let t0 = Date()
+            stats = try Calibration.collect(graph, inputs: o.calibration, secondMoment: plan.contains { $0.method == .gptq }, threads: o.threads)
+            progress?(String(format: "calibration: statistics for %d weights from %d inputs in %.1f s", stats.count, o.calibration.count,
+                             Date().timeIntervalSince(t0)))
+        }
         let runner = try AgreementRunner(reference: graph, inputs: inputs, labels: o.labels.isEmpty ? graph.metadata.labels : o.labels,
                                          layerSamples: o.layerSamples, threads: o.threads, batch: o.batch)
         progress?(runner.batch > 1 ? "batching \(runner.batch) inputs per run (the probe gave every output bit for bit)"
@@ -99,7 +115,8 @@ public enum Sweep {
         var built: [(graph: Graph, log: CompressionLog, fileBytes: Int?, file: String?)] = []
         for v in plan {
             var g = graph
-            let log = try Models.compress(&g, plan: try settings(v, o).plan(), threads: o.threads, for: outFormat, options: o.exportOptions)
+            let log = try Models.compress(&g, plan: try settings(v, o).plan(), threads: o.threads, for: outFormat, options: o.exportOptions,
+                                          statistics: v.method.needsCalibration ? stats : [:])
             var fileBytes: Int? = nil
             var file: String? = nil
             if let dir = o.outDir, let f = outFormat, let export = f.exporter, unwritable[variantTag(v)] == nil {
@@ -131,7 +148,8 @@ public enum Sweep {
             let codec = try WeightCodecs.codec(named: v.mode)
             let b = built[k]
             let granularity = o.granularity ?? WeightCodecs.defaultGranularity(codec).description
-            result.append(Variant(mode: v.mode, bits: v.bits, granularity: granularity, size: size(b.graph, fileBytes: b.fileBytes),
+            result.append(Variant(mode: v.mode, bits: v.bits, granularity: granularity, method: v.method == .nearest ? nil : v.method.rawValue,
+                                  size: size(b.graph, fileBytes: b.fileBytes),
                                   outputs: measured[k].outputs, layers: measured[k].layers,
                                   skipped: b.log.entries.compactMap { e in e.skipped.map { SkippedWeight(name: e.name, reason: $0) } },
                                   file: b.file))
@@ -143,6 +161,7 @@ public enum Sweep {
         if let g = o.granularity { options["granularity"] = g }
         for (key, setting) in o.codecSettings where setting == .flag(true) { options[key] = "true" }
         if let m = o.minElements { options["min_elements"] = String(m) }
+        if o.methods != [.nearest] { options["methods"] = o.methods.map(\.rawValue).joined(separator: ",") }
         return SweepReport(tool: "shrinkwrap \(shrinkwrapVersion)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
                            data: data, options: options, reference: size(graph, fileBytes: fileSize), variants: result)
@@ -194,7 +213,7 @@ public enum Sweep {
     }
 
     /// The compression settings of one variant.
-    static func settings(_ v: (mode: String, bits: Int), _ o: SweepOptions) throws -> CompressionSettings {
+    static func settings(_ v: (mode: String, bits: Int, method: CompressionMethod), _ o: SweepOptions) throws -> CompressionSettings {
         let codec = try WeightCodecs.codec(named: v.mode)
         var s = CompressionSettings()
         s.mode = v.mode
@@ -202,12 +221,14 @@ public enum Sweep {
         s.granularity = o.granularity
         s.codecSettings = o.codecSettings.filter { key, _ in codec.options.contains { $0.key == key } }
         s.minElements = o.minElements
+        s.method = v.method == .nearest ? nil : v.method.rawValue
         return s
     }
 
     /// "linear-4"; a fixed-width mode by its name alone ("fp16").
-    static func variantTag(_ v: (mode: String, bits: Int)) -> String {
-        (try? WeightCodecs.codec(named: v.mode))?.bitWidths == nil ? v.mode : "\(v.mode)-\(v.bits)"
+    static func variantTag(_ v: (mode: String, bits: Int, method: CompressionMethod)) -> String {
+        let base = (try? WeightCodecs.codec(named: v.mode))?.bitWidths == nil ? v.mode : "\(v.mode)-\(v.bits)"
+        return v.method == .nearest ? base : "\(base)-\(v.method.rawValue)"
     }
 
     /// Decoded compressed weights as .npy files with a manifest [{"name", "file"}].

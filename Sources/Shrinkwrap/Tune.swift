@@ -37,9 +37,9 @@ public struct TuneCandidate: Sendable, Equatable {
     /// "linear 4-bit per-channel asymmetric gptq".
     public var summary: String { rule.summary }
 
-    /// The default ladder: fp16, linear 8 / 6 / 5 / 4 / 3 per channel, k-means palettes of 5 / 4 / 3 / 2 bits per tensor.
-    public static let defaults = ["fp16", "linear:8", "linear:6", "linear:5", "linear:4", "linear:3",
-                                  "kmeans-lut:5", "kmeans-lut:4", "kmeans-lut:3", "kmeans-lut:2"]
+    /// The default ladder, from the codec table (`WeightCodec.tuneWidths`): fp16, linear 8 / 6 / 5 / 4 / 3
+    /// per channel, k-means palettes of 5 / 4 / 3 / 2 bits per tensor.
+    public static var defaults: [String] { WeightCodecs.tuneDefaults }
 }
 
 /// What `shrinkwrap tune` is asked for.

@@ -237,6 +237,12 @@ struct SweepCommand: ParsableCommand {
     @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
     var minElements: Int?
 
+    @Option(name: .customLong("calibration"), help: ArgumentHelp("Calibration inputs (the forms --data takes): the data-aware variants are measured next to round to nearest.", valueName: "data"))
+    var calibration: [String] = []
+
+    @Option(help: ArgumentHelp("Methods, comma-separated: \(CompressionMethod.allCases.map(\.rawValue).joined(separator: ", ")) (default nearest; with --calibration nearest,gptq). Each mode is tried with those it offers.", valueName: "methods"))
+    var methods: String?
+
     @Option(name: .customLong("out-dir"), help: "Write every variant here (and report file sizes).")
     var outDir: String?
 
@@ -280,6 +286,21 @@ struct SweepCommand: ParsableCommand {
         if symmetric { o.codecSettings[LinearCodec.symmetric.key] = .flag(true) }
         if exactZero { o.codecSettings[LinearCodec.exactZero.key] = .flag(true) }
         o.minElements = minElements
+        if let methods {
+            o.methods = try methods.split(separator: ",").map { m throws -> CompressionMethod in
+                let name = m.trimmingCharacters(in: .whitespaces)
+                guard let method = CompressionMethod(rawValue: name) else {
+                    throw CLIError(description: "--methods: '\(name)' is not one of \(CompressionMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                return method
+            }
+        } else if !calibration.isEmpty {
+            o.methods = [.nearest, .gptq]
+        }
+        if !calibration.isEmpty {
+            guard o.methods.contains(where: \.needsCalibration) else { throw CLIError(description: "--calibration is read by the data-aware methods only: add --methods with weighted or gptq") }
+            o.calibration = try Calibration.load(calibration, graph: graph, options: try data.prep.options()).samples
+        }
         o.outDir = outDir
         o.outFormat = outFormat
         o.exportOptions = export.options

@@ -141,6 +141,8 @@ public protocol WeightCodec: Sendable {
     var options: [CodecOption] { get }
     /// The methods it offers (`CompressionMethod`), `nearest` first.
     var methods: [CompressionMethod] { get }
+    /// The widths `tune` tries by default, most bits first (a fixed-width codec: its width; none: not tried).
+    var tuneWidths: [Int] { get }
     /// Turns the settings a user gave for this codec's `options` into `o`, and
     /// checks them together (bits and granularity are already in `o`;
     /// `bitsGiven` says whether the user chose the bits).
@@ -159,6 +161,7 @@ extension WeightCodec {
     public var inDefaultSweep: Bool { true }
     public var options: [CodecOption] { [] }
     public var methods: [CompressionMethod] { [.nearest] }
+    public var tuneWidths: [Int] { [] }
     public func apply(_ settings: [String: CodecSetting], bitsGiven: Bool, to o: inout CodecOptions, origin: SettingOrigin) throws(CompressionError) {}
     public func describe(_ o: CodecOptions) -> [String] { [] }
     public func form(_ o: CodecOptions) -> WeightForm { WeightForm(kind: storage, bits: fixedBits ?? o.bits, granularity: o.granularity.kind) }
@@ -177,6 +180,11 @@ public enum WeightCodecs {
     ]
 
     public static var modes: [String] { all.map(\.mode) }
+
+    /// `tune`'s default candidates, `MODE[:BITS]`, from each codec's `tuneWidths` in table order.
+    public static var tuneDefaults: [String] {
+        all.flatMap { c in c.tuneWidths.map { c.bitWidths == nil ? c.mode : "\(c.mode):\($0)" } }
+    }
 
     /// The modes a sweep tries unless told otherwise.
     public static var defaultSweepModes: [String] { all.filter(\.inDefaultSweep).map(\.mode) }

@@ -72,7 +72,7 @@ public enum SweepRenderer {
         if report.data.random { lines.append("# " + SweepReport.randomDataWarning) }
         lines.append(csvHeader.joined(separator: ","))
         for v in orderedVariants(report.variants) {
-            let common = [v.mode, String(v.bits), v.granularity, String(v.size.weightBytes), v.size.fileBytes.map(String.init) ?? "",
+            let common = [v.series, String(v.bits), v.granularity, String(v.size.weightBytes), v.size.fileBytes.map(String.init) ?? "",
                           fmt(v.reductionPercent(vs: report.reference), "%.4f"), fmt(v.bitsPerWeight, "%.4f")]
             for o in v.outputs {
                 let fields = common + [

@@ -81,10 +81,14 @@ func dbOrInf(_ x: Double?) -> String { x.map(db) ?? "inf" }
 // MARK: - Ordering
 
 /// Modes in report order: the codec table's, then unknown ones alphabetically.
-func modeRank(_ mode: String) -> Int { WeightCodecs.reportRank(mode) }
+func modeRank(_ mode: String) -> Int {
+    let parts = mode.split(separator: " ", maxSplits: 1).map(String.init)
+    let method = parts.count > 1 ? (CompressionMethod.allCases.firstIndex { $0.rawValue == parts[1] } ?? CompressionMethod.allCases.count) : 0
+    return WeightCodecs.reportRank(parts.first ?? mode) * 16 + method
+}
 
 func orderedModes(_ variants: [Variant]) -> [String] {
-    let modes = Set(variants.map(\.mode))
+    let modes = Set(variants.map(\.series))
     return modes.sorted { a, b in
         let ra = modeRank(a), rb = modeRank(b)
         return ra != rb ? ra < rb : a < b
@@ -96,9 +100,9 @@ func orderedVariants(_ variants: [Variant]) -> [Variant] {
     let indexed = variants.enumerated().map { ($0.offset, $0.element) }
     return indexed.sorted { x, y in
         let a = x.1, b = y.1
-        let ra = modeRank(a.mode), rb = modeRank(b.mode)
+        let ra = modeRank(a.series), rb = modeRank(b.series)
         if ra != rb { return ra < rb }
-        if a.mode != b.mode { return a.mode < b.mode }
+        if a.series != b.series { return a.series < b.series }
         if a.bits != b.bits { return a.bits > b.bits }
         if a.granularity != b.granularity { return a.granularity < b.granularity }
         return x.0 < y.0
@@ -142,8 +146,8 @@ struct Summary {
         var cell: [Int: [String: Variant]] = [:]
         var duplicates = false
         for v in variants {
-            if cell[v.bits]?[v.mode] != nil { duplicates = true; continue }
-            cell[v.bits, default: [:]][v.mode] = v
+            if cell[v.bits]?[v.series] != nil { duplicates = true; continue }
+            cell[v.bits, default: [:]][v.series] = v
         }
         self.cell = cell
         hidesDuplicates = duplicates
@@ -267,7 +271,7 @@ func reportBlocks(_ report: SweepReport) -> [Block] {
     blocks.append(.heading(level: 2, [.text("Variants")]))
     if !variants.isEmpty {
         let rows: [[Inline]] = variants.map { v in
-            [[.text(v.mode)], [.text(String(v.bits))], [.text(v.granularity)],
+            [[.text(v.series)], [.text(String(v.bits))], [.text(v.granularity)],
              [.text(String(v.size.weightBytes))], [.text(v.size.fileBytes.map(String.init) ?? emptyCell)],
              [.text(fmt(v.bitsPerWeight, "%.2f"))], [.text(reduction(v.reductionPercent(vs: report.reference)))],
              v.file.map { [.code($0)] } ?? [.text(emptyCell)]]
@@ -284,7 +288,7 @@ func reportBlocks(_ report: SweepReport) -> [Block] {
         var flips: [[Inline]] = []
         for v in variants {
             guard let o = v.outputs.first(where: { $0.name == name }) else { continue }
-            rows.append([[.text(v.mode)], [.text(String(v.bits))], [.text(v.granularity)], [.text(String(o.inputs))],
+            rows.append([[.text(v.series)], [.text(String(v.bits))], [.text(v.granularity)], [.text(String(o.inputs))],
                          [.text(o.classes.map(String.init) ?? emptyCell)],
                          [.text(o.top1Agreement.map(percent) ?? emptyCell)], [.text(o.top5Agreement.map(percent) ?? emptyCell)],
                          [.text(cosine(o.meanCosine))], [.text(cosine(o.minCosine))],

@@ -121,9 +121,12 @@ public struct Variant: Codable, Sendable, Equatable {
     public var skipped: [SkippedWeight]
     /// The compressed model file, when it was kept.
     public var file: String?
+    /// The data-aware method ("weighted", "gptq"); nil for round to nearest.
+    public var method: String?
 
-    public init(mode: String, bits: Int, granularity: String, size: SizeInfo, outputs: [OutputMetrics] = [],
+    public init(mode: String, bits: Int, granularity: String, method: String? = nil, size: SizeInfo, outputs: [OutputMetrics] = [],
                 layers: [LayerMetrics] = [], skipped: [SkippedWeight] = [], file: String? = nil) {
+        self.method = method
         self.mode = mode
         self.bits = bits
         self.granularity = granularity
@@ -133,6 +136,9 @@ public struct Variant: Codable, Sendable, Equatable {
         self.skipped = skipped
         self.file = file
     }
+
+    /// The column a report shows it in: the mode, with its method when data-aware ("linear gptq").
+    public var series: String { method.map { "\(mode) \($0)" } ?? mode }
 
     /// Size reduction against the reference, in percent: 100·(1 − variant / reference).
     /// File sizes are compared when both are known, weight bytes otherwise;

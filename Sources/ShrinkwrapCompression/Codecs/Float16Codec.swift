@@ -11,6 +11,8 @@ public struct Float16Codec: WeightCodec {
     public let fixedBits: Int? = 16
     public let granularities: [GranularityKind] = [.perTensor]
     public let storage = WeightStorageKind.float16
+    /// What `tune` tries by default (`WeightCodecs.tuneDefaults`).
+    public let tuneWidths = [16]
     public static let clamp = CodecOption(key: "clamp_fp16", kind: .flag, help: "clamp values beyond ±65504 instead of failing (the log says how many).")
     public let options = [Float16Codec.clamp]
 

@@ -12,6 +12,8 @@ public struct KMeansLUTCodec: WeightCodec {
     public let bitWidths: ClosedRange<Int>? = 1...8
     public let granularities: [GranularityKind] = [.perTensor, .perChannel, .perGroupedChannel]
     public let storage = WeightStorageKind.palette
+    /// What `tune` tries by default (`WeightCodecs.tuneDefaults`).
+    public let tuneWidths = [5, 4, 3, 2]
     public let methods: [CompressionMethod] = [.nearest, .weighted, .gptq]
 
     public func encode(_ w: WeightInput, _ o: CodecOptions) throws(CompressionError) -> CodecResult {

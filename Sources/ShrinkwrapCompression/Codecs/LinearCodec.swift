@@ -25,6 +25,8 @@ public struct LinearCodec: WeightCodec {
     /// Per channel first: the default, as coremltools' linear mode.
     public let granularities: [GranularityKind] = [.perChannel, .perTensor, .perBlock]
     public let storage = WeightStorageKind.affine
+    /// What `tune` tries by default (`WeightCodecs.tuneDefaults`).
+    public let tuneWidths = [8, 6, 5, 4, 3]
     public let methods: [CompressionMethod] = [.nearest, .weighted, .gptq]
     public static let symmetric = CodecOption(key: "symmetric", kind: .flag, help: "signed codes symmetric around 0 (zero point 0).")
     public static let exactZero = CodecOption(key: "exact_zero", kind: .flag,
