@@ -112,7 +112,7 @@ extension Tune {
         var plan = CompressionPlan()
         for (w, c) in zip(weights, p.choice) { plan.byName[w.name] = c.map { .compress(candidates[$0].rule) } ?? .skip }
         if let minElements { plan.minElements = minElements }
-        plan.calibrationSHA256 = calibration?.sha256
+        if plan.needsCalibration { plan.calibrationSHA256 = calibration?.sha256 }
         return plan
     }
 

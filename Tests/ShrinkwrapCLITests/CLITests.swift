@@ -123,6 +123,43 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(r2.stderr.contains("missing input 'x'"), r2.stderr)
     }
 
+    /// Bad calibration data is one line before any work (nothing written); tune runs end to end.
+    func testCalibrationErrorsAndTune() throws {
+        let model = try tinyModel()
+        let dir = tmp.appendingPathComponent("cal")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for k in 0..<12 { try NPY.encode(Tensor([Float(k % 5) - 2, Float(k % 3) - 1], shape: [1, 2])).write(to: dir.appendingPathComponent("\(k).npy")) }
+        let nan = tmp.appendingPathComponent("nan.npy")
+        try NPY.encode(Tensor([1, .nan], shape: [1, 2])).write(to: nan)
+        let wide = tmp.appendingPathComponent("wide.npy")
+        try NPY.encode(Tensor([1, 2, 3], shape: [1, 3])).write(to: wide)
+        let empty = tmp.appendingPathComponent("none")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let out = tmp.appendingPathComponent("out.onnx")
+        let convert = ["convert", model.path, "-o", out.path, "--mode", "linear", "--bits", "4", "--method", "gptq", "--min-elements", "0"]
+        for (extra, needle) in [(["--calibration", nan.path], "element 1 is nan"), (["--calibration", wide.path], "--calibration: "),
+                                (["--calibration", empty.path], "--calibration: "), ([], "needs --calibration")] {
+            let r = try sw(convert + extra)
+            XCTAssertEqual(r.status, 1, "\(extra): \(r.stderr)")
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+            XCTAssertTrue(r.stderr.contains(needle), "\(needle) not in \(r.stderr)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: out.path), "nothing is written")
+        }
+        let t = try sw(["tune", model.path, "--data", dir.path, "--calibration", nan.path, "--min-agreement", "90", "-o", out.path])
+        XCTAssertEqual(t.status, 1, t.stderr)
+        XCTAssertTrue(t.stderr.contains("element 1 is nan"), t.stderr)
+        let ok = try sw(["tune", model.path, "--data", dir.path, "--calibration", dir.path, "--min-agreement", "90", "--min-elements", "0",
+                         "-o", out.path, "--plan-out", tmp.appendingPathComponent("plan.json").path, "--quiet"])
+        XCTAssertTrue([0, 3].contains(ok.status), ok.stderr)
+        XCTAssertTrue(ok.stdout.contains("# Shrinkwrap tune report"), ok.stdout)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: out.path))
+        let plan = try String(contentsOf: tmp.appendingPathComponent("plan.json"), encoding: .utf8)
+        let again = try sw(["convert", model.path, "-o", tmp.appendingPathComponent("again.onnx").path, "--plan",
+                            tmp.appendingPathComponent("plan.json").path] + (plan.contains("calibration_sha256") ? ["--calibration", dir.path] : []))
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertEqual(try Data(contentsOf: out), try Data(contentsOf: tmp.appendingPathComponent("again.onnx")), "the plan gives the same bytes")
+    }
+
     func testCompressPrintsTheLogAsTableAndJSON() throws {
         let model = try tinyModel()
         let r = try sw(["compress", model.path, "--mode", "kmeans-lut", "--bits", "2", "--min-elements", "0", "--threads", "1"])

@@ -90,4 +90,27 @@ final class TuneTests: XCTestCase {
         XCTAssertEqual(try TuneCandidate(parsing: "linear:4:per-block:32:weighted").summary, "linear 4-bit per-block:32 asymmetric weighted")
         XCTAssertEqual(try TuneCandidate(parsing: "fp16").summary, "fp16 per-tensor")
     }
+
+    func testSweepMeasuresDataAwareVariantsNextToNearest() throws {
+        let (g, cal, val) = classifier()
+        let dir = try makeTempDir("sweep-methods")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let model = dir.appendingPathComponent("model.onnx").path
+        _ = try Models.save(g, to: model, inputs: [])
+        var o = SweepOptions()
+        o.modes = ["fp16", "linear"]
+        o.bits = [2]
+        o.minElements = 0
+        o.methods = [.nearest, .gptq]
+        XCTAssertThrowsError(try Sweep.variants(o)) { XCTAssertTrue("\($0)".contains("need --calibration")) }
+        o.calibration = cal.samples
+        let data = DataInfo(description: val.description, count: val.samples.count, sha256: val.sha256, random: false)
+        let report = try Sweep.run(model: model, inputs: val.samples, data: data, options: o)
+        XCTAssertEqual(report.variants.map(\.series), ["fp16", "linear", "linear gptq"])
+        let nearest = report.variants[1], gptq = report.variants[2]
+        XCTAssertEqual(nearest.size.weightBytes, gptq.size.weightBytes)
+        XCTAssertGreaterThan(gptq.outputs.first?.snrDB ?? 0, nearest.outputs.first?.snrDB ?? 0)
+        XCTAssertEqual(report.options["methods"], "nearest,gptq")
+        XCTAssertTrue(SweepRenderer.markdown(report).contains("linear gptq match %"))
+    }
 }
