@@ -196,7 +196,7 @@ extension CompressionPlan {
     }
 
     /// Whether any rule uses a data-aware method (it then needs calibration statistics).
-    public var needsCalibration: Bool { rules.contains { $0.options.method.needsCalibration } }
+    public var needsCalibration: Bool { biasCorrection || rules.contains { $0.options.method.needsCalibration } }
 
     /// Whether any rule uses gptq (it needs the inputs' second moment, not just their mean squares).
     public var needsSecondMoment: Bool { rules.contains { $0.options.method == .gptq } }
@@ -209,10 +209,10 @@ extension Models {
                                  threads: Int? = nil, progress: ((String) -> Void)? = nil) throws -> [String: WeightStatistics] {
         let needs = plan?.needsCalibration ?? false
         if specs.isEmpty {
-            if needs { throw Calibration.Error(description: "--method weighted / gptq needs --calibration DATA (inputs like --data's)") }
+            if needs { throw Calibration.Error(description: "--method weighted / gptq and --bias-correction need --calibration DATA (inputs like --data's)") }
             return [:]
         }
-        guard needs else { throw Calibration.Error(description: "--calibration is read by the data-aware methods only: add --method weighted or gptq") }
+        guard needs else { throw Calibration.Error(description: "--calibration is read by the data-aware methods only: add --method weighted or gptq, or --bias-correction") }
         let set = try Calibration.load(specs, graph: graph, options: options)
         if let want = plan?.calibrationSHA256, want != set.sha256 {
             throw Calibration.Error(description: "the plan was made with calibration data of sha256 \(want); --calibration \(specs.joined(separator: " ")) has sha256 \(set.sha256), which would give other bytes")

@@ -14,6 +14,8 @@ public struct CompressionSettings: Sendable {
     public var planFile: String?
     /// `--fold-batchnorm`: beats the plan file's setting when on.
     public var foldBatchNorm = false
+    /// `--bias-correction`.
+    public var biasCorrection = false
     public var minElements: Int?
 
     public init() {}
@@ -35,6 +37,7 @@ public struct CompressionSettings: Sendable {
             plan.minElements = minElements
         }
         if foldBatchNorm { plan.foldBatchNorm = true }
+        if biasCorrection { plan.biasCorrection = true }
         let origin = SettingOrigin.commandLine
         guard let mode else {
             if planFile == nil { throw origin.error("give --mode or --plan") }

@@ -16,6 +16,7 @@ extension Tune {
             var g = original
             var plan = CompressionPlan(c.rule)
             if let m = o.minElements { plan.minElements = m }
+            plan.biasCorrection = o.biasCorrection
             let log = try Models.compress(&g, plan: plan, threads: threads, for: o.format, options: o.exportOptions, statistics: stats)
             for e in log.entries where e.compressed && e.rule == c.rule.summary {
                 guard let enc = g.constant(named: e.name)?.encoding else { continue }
@@ -26,7 +27,13 @@ extension Tune {
                     weights.append(Weight(name: e.name, shape: e.shape, elements: e.elements, bytes32: e.bytesBefore,
                                           options: [Option?](repeating: nil, count: candidates.count)))
                 }
-                weights[k].options[ci] = Option(encoding: enc, bytes: e.bytesAfter, notes: e.notes)
+                var option = Option(encoding: enc, bytes: e.bytesAfter, notes: e.notes)
+                if o.biasCorrection {
+                    for node in original.nodes where node.input(1) == e.name {
+                        if let b = node.input(2), let changed = g.constant(named: b), changed != original.constant(named: b) { option.companions.append(changed) }
+                    }
+                }
+                weights[k].options[ci] = option
             }
         }
         let order = Dictionary(uniqueKeysWithValues: original.constants.enumerated().map { ($1.name, $0) })
@@ -41,7 +48,10 @@ extension Tune {
         let started = Date()
         let graphs = jobs.map { job -> Graph in
             var g = original
-            if let o = weights[job.w].options[job.c] { g.setConstant(Constant(name: weights[job.w].name, encoding: o.encoding)) }
+            if let o = weights[job.w].options[job.c] {
+                g.setConstant(Constant(name: weights[job.w].name, encoding: o.encoding))
+                for c in o.companions { g.setConstant(c) }
+            }
             return g
         }
         let measured = try Sweep.compareAll(graphs, runner: runner, threads: threads, weightBytes: Sweep.size(original, fileBytes: nil).weightBytes) { _, _ in }
@@ -102,17 +112,19 @@ extension Tune {
     static func apply(_ p: Point, _ weights: [Weight], to original: Graph) -> Graph {
         var g = original
         for (w, c) in zip(weights, p.choice) {
-            if let c, let o = w.options[c] { g.setConstant(Constant(name: w.name, encoding: o.encoding)) }
+            if let c, let o = w.options[c] {
+                g.setConstant(Constant(name: w.name, encoding: o.encoding))
+                for c in o.companions { g.setConstant(c) }
+            }
         }
         return g
     }
 
     /// `p` as a plan: a name rule per weight (float32 ones skipped by name), nothing global.
-    static func plan(_ p: Point, _ weights: [Weight], candidates: [TuneCandidate], minElements: Int?, calibration: InputSet?) -> CompressionPlan {
+    static func plan(_ p: Point, _ weights: [Weight], candidates: [TuneCandidate], minElements: Int?) -> CompressionPlan {
         var plan = CompressionPlan()
         for (w, c) in zip(weights, p.choice) { plan.byName[w.name] = c.map { .compress(candidates[$0].rule) } ?? .skip }
         if let minElements { plan.minElements = minElements }
-        if plan.needsCalibration { plan.calibrationSHA256 = calibration?.sha256 }
         return plan
     }
 
@@ -136,11 +148,35 @@ extension Tune {
         if let m = o.minElements { options["min_elements"] = String(m) }
         if let f = o.format { options["format"] = f.mainExtension }
         options["fold_batchnorm"] = o.foldBatchNorm ? "true" : "false"
+        options["bias_correction"] = o.biasCorrection ? "true" : "false"
         return TuneReport(
             tool: "shrinkwrap \(shrinkwrapVersion)",
             model: ModelInfo(file: URL(fileURLWithPath: path).lastPathComponent, sha256: SHA256.hex(try Models.sourceBytes(path)), format: graph.sourceFormat),
             validation: info(validation), calibration: calibration.map(info), options: options, target: o.minAgreement,
             maxBitsPerWeight: o.maxBitsPerWeight, met: met, reference: Sweep.size(graph, fileBytes: nil),
             result: Sweep.size(compressed, fileBytes: nil), outputs: final, calibrationTop1: calibrationTop1, weights: rows, curve: curve)
+    }
+
+    /// Every Conv and Gemm with a float32 constant weight and no bias given a zero one (a new constant).
+    static func withExplicitBiases(_ g: Graph) -> Graph {
+        var out = g
+        for (k, n) in g.nodes.enumerated() where (n.opType == "Conv" || n.opType == "Gemm") && n.input(2) == nil {
+            guard let w = n.input(1), let c = g.constant(named: w), c.encoding.dtype == .float32 else { continue }
+            let shape = c.encoding.shape
+            let rows: Int
+            if n.opType == "Conv" { rows = shape.first ?? 0 } else {
+                var transB = false
+                if case .int(let t)? = n.attributes["transB"] { transB = t != 0 }
+                rows = shape.count == 2 ? (transB ? shape[0] : shape[1]) : 0
+            }
+            guard rows > 0 else { continue }
+            var name = w + "_bias", i = 1
+            while out.constant(named: name) != nil || out.nodes.contains(where: { $0.outputs.contains(name) }) { i += 1; name = w + "_bias\(i)" }
+            out.setConstant(Constant(name: name, tensor: Tensor([Float](repeating: 0, count: rows), shape: [rows])))
+            var node = n
+            node.inputs = Array(node.inputs.prefix(2)) + [name]
+            out.nodes[k] = node
+        }
+        return out
     }
 }

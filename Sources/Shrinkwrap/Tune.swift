@@ -60,6 +60,8 @@ public struct TuneOptions: Sendable {
     public var curvePoints = 12
     /// Fold BatchNormalizations into their Convs first (`CompressionPlan.foldBatchNorm`; the plan says so).
     public var foldBatchNorm = true
+    /// Correct each compressed Conv / Gemm's bias for its expected output shift (`CompressionPlan.biasCorrection`).
+    public var biasCorrection = false
 
     public init() {}
 }
@@ -99,6 +101,8 @@ public enum Tune {
         var flips = 0
         var psnr: Double?
         var notes: [String]
+        /// Constants the setting also changes (the node's bias, with bias correction).
+        var companions: [Constant] = []
     }
 
     /// A point of the path: the candidate index per weight (nil: float32).
@@ -126,6 +130,8 @@ public enum Tune {
             original = g
             if n > 0 { progress?("\(n) BatchNormalization(s) folded into their Conv(s) first") }
         }
+        // With bias correction every Conv / Gemm gets an explicit bias, so a setting's correction is a constant.
+        if o.biasCorrection { original = Self.withExplicitBiases(original) }
         let threads = max(1, o.threads ?? Interpreter.defaultThreads)
         let calibration = given ?? validation
         if given == nil { progress?("no --calibration: choosing on the validation data (the report says so)") }
@@ -135,6 +141,7 @@ public enum Tune {
             var plan = CompressionPlan(c.rule)
             if let m = o.minElements { plan.minElements = m }
             plan.foldBatchNorm = o.foldBatchNorm
+            plan.biasCorrection = o.biasCorrection
             if let f = o.format, let why = f.conflicts(graph: original, plan: plan, options: o.exportOptions).first {
                 progress?("candidate \(c.summary): dropped, .\(f.mainExtension) cannot hold it (\(why))")
                 continue
@@ -142,12 +149,13 @@ public enum Tune {
             candidates.append(c)
         }
         guard !candidates.isEmpty else { throw Error(description: "no candidate the output format can hold") }
-        let needsStats = candidates.contains { $0.rule.options.method.needsCalibration }
+        let needsStats = o.biasCorrection || candidates.contains { $0.rule.options.method.needsCalibration }
         let needsMoment = candidates.contains { $0.rule.options.method == .gptq }
         var stats: [String: WeightStatistics] = [:]
         if needsStats {
             let t0 = Date()
-            stats = try Calibration.collect(original, inputs: calibration.samples, secondMoment: needsMoment, threads: threads)
+            // From the model as given, as `convert --plan --calibration` computes them: the same bytes.
+            stats = try Calibration.collect(reference, inputs: calibration.samples, secondMoment: needsMoment, threads: threads)
             progress?(String(format: "calibration statistics for %d weights from %d inputs in %.1f s", stats.count,
                              calibration.samples.count, Date().timeIntervalSince(t0)))
         }
@@ -202,8 +210,10 @@ public enum Tune {
             chosen = nil
         }
         let pick = chosen ?? (points.count - 1)
-        var plan = Self.plan(points[pick], weights, candidates: candidates, minElements: o.minElements, calibration: needsStats ? calibration : nil)
+        var plan = Self.plan(points[pick], weights, candidates: candidates, minElements: o.minElements)
         plan.foldBatchNorm = o.foldBatchNorm
+        plan.biasCorrection = o.biasCorrection
+        if plan.needsCalibration { plan.calibrationSHA256 = calibration.sha256 }
         var graph = reference
         let log = try Models.compress(&graph, plan: plan, threads: threads, for: o.format, options: o.exportOptions, statistics: stats)
         let valRunner = try AgreementRunner(reference: reference, inputs: validation.samples, layerSamples: 0, threads: threads)

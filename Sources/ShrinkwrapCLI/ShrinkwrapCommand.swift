@@ -258,6 +258,9 @@ struct CompressionFlags: ParsableArguments {
     @Flag(name: .customLong("fold-batchnorm"), help: "Fold each BatchNormalization that alone reads a Conv into that Conv before compressing (the weights compressed are the ones the layer applies; its 4·C parameters become C biases).")
     var foldBatchNorm = false
 
+    @Flag(name: .customLong("bias-correction"), help: "Fold each compressed Conv / Gemm weight's expected output shift on the --calibration data, (W − Ŵ)·E[x], into its bias.")
+    var biasCorrection = false
+
     @Option(name: .customLong("min-elements"), help: "Leave weights with fewer elements alone (default 2048).")
     var minElements: Int?
 
@@ -267,7 +270,7 @@ struct CompressionFlags: ParsableArguments {
     var settings: CompressionSettings {
         var s = CompressionSettings()
         s.mode = mode; s.bits = bits; s.granularity = granularity; s.method = method
-        s.planFile = plan; s.minElements = minElements; s.foldBatchNorm = foldBatchNorm
+        s.planFile = plan; s.minElements = minElements; s.foldBatchNorm = foldBatchNorm; s.biasCorrection = biasCorrection
         let flags = [(LinearCodec.symmetric, symmetric), (LinearCodec.exactZero, exactZero), (Float16Codec.clamp, clampFP16)]
         for (option, on) in flags where on { s.codecSettings[option.key] = .flag(true) }
         if let lut { s.codecSettings[CustomLUTCodec.table.key] = .file(lut) }
@@ -276,7 +279,7 @@ struct CompressionFlags: ParsableArguments {
 
     /// True when any compression flag is given.
     var requested: Bool {
-        mode != nil || plan != nil || foldBatchNorm || bits != nil || granularity != nil || method != nil || !calibration.isEmpty || symmetric || exactZero || clampFP16 || lut != nil || minElements != nil
+        mode != nil || plan != nil || foldBatchNorm || biasCorrection || bits != nil || granularity != nil || method != nil || !calibration.isEmpty || symmetric || exactZero || clampFP16 || lut != nil || minElements != nil
     }
 }
 

@@ -146,7 +146,7 @@ public enum CompressWeights {
             entry.rule = rule.summary
             tasks.append(Task(index: entries.count,
                               input: WeightInput(name: c.name, values: values, shape: t.shape, outputAxis: oAxis, inputAxis: iAxis,
-                                                 statistics: rule.options.method.needsCalibration ? statistics[c.name] : nil),
+                                                 statistics: rule.options.method.needsCalibration || plan.biasCorrection ? statistics[c.name] : nil),
                               rule: rule, codec: codec))
             entries.append(entry)
         }
@@ -170,6 +170,7 @@ public enum CompressWeights {
                 graph.setConstant(Constant(name: task.input.name, encoding: res.encoding))
             }
         }
+        if plan.biasCorrection { correctBiases(&graph, &entries, tasks: tasks, uses: uses) }
         halfCompanions(&graph, &entries, plan: plan)
         // Subgraphs (If's branches, Loop's body) keep their own weights: the same plan, depth first.
         var subgraphEncodeSeconds = 0.0

@@ -47,6 +47,9 @@ public struct CompressionPlan: Sendable, Equatable {
     /// Fold each BatchNormalization that alone reads a Conv into that Conv before compressing
     /// (`Graph.foldingBatchNormIntoConv`): the weights compressed are the ones the layer applies.
     public var foldBatchNorm = false
+    /// Fold the expected output shift of each compressed Conv / Gemm weight, (W − Ŵ) · E[x] from the
+    /// calibration data, into the node's bias (`CompressWeights.correctBiases`).
+    public var biasCorrection = false
 
     public init(global: RuleChoice? = nil, byOpType: [String: RuleChoice] = [:], byName: [String: RuleChoice] = [:],
                 minElements: Int = 2048) {
@@ -94,6 +97,9 @@ public struct CompressionPlan: Sendable, Equatable {
                     throw .badPlan(file: path, reason: "calibration_sha256 must be 64 hex digits")
                 }
                 plan.calibrationSHA256 = h.lowercased()
+            case "bias_correction":
+                guard case .bool(let b) = value else { throw .badPlan(file: path, reason: "bias_correction must be true or false") }
+                plan.biasCorrection = b
             case "fold_batchnorm":
                 guard case .bool(let b) = value else { throw .badPlan(file: path, reason: "fold_batchnorm must be true or false") }
                 plan.foldBatchNorm = b
@@ -103,7 +109,7 @@ public struct CompressionPlan: Sendable, Equatable {
                 }
                 plan.minElements = Int(n)
             default:
-                throw .badPlan(file: path, reason: "unknown key '\(key)' (expected global, op_types, names, min_elements, fold_batchnorm, calibration_sha256)")
+                throw .badPlan(file: path, reason: "unknown key '\(key)' (expected global, op_types, names, min_elements, fold_batchnorm, bias_correction, calibration_sha256)")
             }
         }
         return plan
@@ -175,6 +181,7 @@ extension CompressionPlan {
         }
         var top: [String] = []
         if let h = calibrationSHA256 { top.append("  \"calibration_sha256\": \(quoted(h))") }
+        if biasCorrection { top.append("  \"bias_correction\": true") }
         if foldBatchNorm { top.append("  \"fold_batchnorm\": true") }
         if let g = global { top.append("  \"global\": \(rule(g))") }
         top.append("  \"min_elements\": \(minElements)")

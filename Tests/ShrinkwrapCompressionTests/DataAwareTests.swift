@@ -188,3 +188,44 @@ final class DataAwareTests: XCTestCase {
         XCTAssertTrue(errorText { _ = try CompressionPlan.load(file.path) }.contains("calibration_sha256 must be 64 hex digits"))
     }
 }
+
+/// Bias correction: the shift added is exactly (W − Ŵ) · E[x], a Conv without bias gets one, and
+/// a weight with no bias to take it says so.
+final class BiasCorrectionTests: XCTestCase {
+    func testShiftIsFoldedIntoTheBias() throws {
+        var rng = SplitMix(seed: 17)
+        let w = (0..<(6 * 4)).map { _ in Float(rng.normal()) }
+        let mean = (0..<4).map { _ in rng.normal() }
+        let stats = WeightStatistics(rows: 6, columns: 4, groups: 1, count: 10, mean: mean, meanSquare: mean.map { $0 * $0 + 1 })
+        func graph(_ op: String, bias: Bool) -> Graph {
+            var inputs = ["x", "w"]
+            var constants = [Constant(name: "w", tensor: Tensor(w, shape: op == "Gemm" ? [6, 4] : [6, 4, 1, 1]))]
+            if bias { inputs.append("b"); constants.append(Constant(name: "b", tensor: Tensor([Float](repeating: 0.5, count: 6), shape: [6]))) }
+            let attributes: [String: Attribute] = op == "Gemm" ? ["transB": .int(1)] : [:]
+            return Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: nil)], outputs: [ValueInfo(name: "y", dtype: .float32, shape: nil)],
+                         nodes: [Node(name: "n", opType: op, inputs: inputs, outputs: ["y"], attributes: attributes)], constants: constants)
+        }
+        var plan = CompressionPlan(CompressionRule(mode: "linear", options: CodecOptions(bits: 2, granularity: .perChannel)), minElements: 0)
+        plan.biasCorrection = true
+        var g = graph("Gemm", bias: true)
+        let log = try CompressWeights.run(&g, plan: plan, statistics: ["w": stats])
+        let decoded = try XCTUnwrap(g.constant(named: "w")?.encoding.decoded().floats)
+        let bias = try XCTUnwrap(g.constant(named: "b")?.encoding.decoded().floats)
+        for r in 0..<6 {
+            let shift = (0..<4).reduce(0.0) { $0 + Double(w[r * 4 + $1] - decoded[r * 4 + $1]) * mean[$1] }
+            XCTAssertEqual(Double(bias[r]), 0.5 + shift, accuracy: 1e-6)
+        }
+        XCTAssertTrue(log.entries.first { $0.name == "w" }?.notes.last?.hasPrefix("bias correction: expected output shift") ?? false)
+        // A Conv without bias is given one.
+        var conv = graph("Conv", bias: false)
+        var convStats = stats
+        convStats.mean = mean
+        _ = try CompressWeights.run(&conv, plan: plan, statistics: ["w": convStats])
+        XCTAssertEqual(conv.nodes[0].inputs, ["x", "w", "w_bias_correction"])
+        XCTAssertEqual(conv.constant(named: "w_bias_correction")?.encoding.shape, [6])
+        // Without statistics nothing changes.
+        var plain = graph("Gemm", bias: true)
+        _ = try CompressWeights.run(&plain, plan: plan)
+        XCTAssertEqual(plain.constant(named: "b")?.encoding.decoded().floats, [Float](repeating: 0.5, count: 6))
+    }
+}

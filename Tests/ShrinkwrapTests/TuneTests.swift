@@ -113,4 +113,49 @@ final class TuneTests: XCTestCase {
         XCTAssertEqual(report.options["methods"], "nearest,gptq")
         XCTAssertTrue(SweepRenderer.markdown(report).contains("linear gptq match %"))
     }
+
+    /// Folded BatchNormalizations and bias correction: the plan, applied to the model as given, still
+    /// gives tune's bytes (statistics come from the model as given, as convert computes them).
+    func testFoldedAndBiasCorrectedPlansReproduce() throws {
+        var rng = SplitMix(seed: 33)
+        func floats(_ n: Int, _ s: Double, _ offset: Double = 0) -> [Float] { (0..<n).map { _ in Float(offset + rng.normal() * s) } }
+        let g = Graph(inputs: [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(3), .fixed(8), .fixed(8)])],
+                      outputs: [ValueInfo(name: "p", dtype: .float32, shape: nil)],
+                      nodes: [Node(name: "conv", opType: "Conv", inputs: ["x", "w"], outputs: ["c"], attributes: ["pads": .ints([1, 1, 1, 1])]),
+                              Node(name: "bn", opType: "BatchNormalization", inputs: ["c", "gamma", "beta", "mean", "var"], outputs: ["b"]),
+                              Node(name: "relu", opType: "Relu", inputs: ["b"], outputs: ["r"]),
+                              Node(name: "pool", opType: "GlobalAveragePool", inputs: ["r"], outputs: ["q"]),
+                              Node(name: "flat", opType: "Flatten", inputs: ["q"], outputs: ["f"]),
+                              Node(name: "fc", opType: "MatMul", inputs: ["f", "w2"], outputs: ["l"]),
+                              Node(name: "softmax", opType: "Softmax", inputs: ["l"], outputs: ["p"])],
+                      constants: [Constant(name: "w", tensor: Tensor(floats(16 * 27, 0.3), shape: [16, 3, 3, 3])),
+                                  Constant(name: "gamma", tensor: Tensor(floats(16, 0.5, 1), shape: [16])),
+                                  Constant(name: "beta", tensor: Tensor(floats(16, 0.2), shape: [16])),
+                                  Constant(name: "mean", tensor: Tensor(floats(16, 0.2), shape: [16])),
+                                  Constant(name: "var", tensor: Tensor(floats(16, 0.1, 1), shape: [16])),
+                                  Constant(name: "w2", tensor: Tensor(floats(160, 0.5), shape: [16, 10]))])
+        func set(_ n: Int) -> InputSet {
+            InputSet(samples: (0..<n).map { _ in ["x": Tensor(floats(192, 1), shape: [1, 3, 8, 8])] }, sources: (0..<n).map { "\($0)" },
+                     description: "synthetic", random: false)
+        }
+        let cal = set(40), val = set(40)
+        let dir = try makeTempDir("tune-bn")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let model = dir.appendingPathComponent("model.onnx").path
+        _ = try Models.save(g, to: model, inputs: [])
+        var o = options(2)
+        o.biasCorrection = true
+        o.candidates = ["linear:4", "linear:2", "kmeans-lut:2"].map { try! TuneCandidate(parsing: $0) }
+        let tuned = try Tune.run(model: model, graph: g, validation: val, calibration: cal, options: o)
+        XCTAssertTrue(tuned.plan.foldBatchNorm && tuned.plan.biasCorrection)
+        XCTAssertFalse(tuned.graph.nodes.contains { $0.opType == "BatchNormalization" })
+        var again = g
+        let stats = try Calibration.collect(g, inputs: cal.samples, secondMoment: true, threads: 1)
+        _ = try Models.compress(&again, plan: try CompressionPlan.load({
+            let f = dir.appendingPathComponent("plan.json")
+            try Data(tuned.plan.json.utf8).write(to: f)
+            return f.path
+        }()), threads: 1, statistics: stats)
+        XCTAssertEqual(again, tuned.graph)
+    }
 }
