@@ -7,11 +7,13 @@ Per model:
   1. baseline: `sweep MODEL --data VAL` (fp16 and linear / linear-lut / kmeans-lut at 8/4/2/1 bits, round to
      nearest): the smallest uniform setting keeping >= 99 % top-1 agreement on validation;
   2. 4 bits: for linear (per channel) and kmeans-lut (per tensor), each with --method nearest, weighted and gptq
-     (`convert --calibration CAL --data VAL`, the same flags otherwise, so the bytes match), with the
+     (`convert --calibration CAL --data VAL`, the same flags otherwise, so the bytes match), nearest and gptq also
+     with --bias-correction, with the
      BatchNormalizations folded and every weight compressed (--fold-batchnorm --min-elements 0);
      target: a data-aware setting at <= 4.5 bits per weight (all float constants, tables and scales
      included) with >= 97 % on validation, above round-to-nearest at the same bytes;
-  3. `tune --min-agreement 99 --min-elements 0 --calibration CAL --data VAL` (BatchNormalizations folded, tune's default): target >= 99 % on validation with <= 60 % of the
+  3. `tune --min-agreement 99 --min-elements 0 --calibration CAL --data VAL` (BatchNormalizations folded and bias
+     correction, tune's defaults): target >= 99 % on validation with <= 60 % of the
      baseline's weight bytes (on at least three models); timed; magika-v3-3 (3 MB, 200 calibration inputs)
      within 60 s; run again with --threads 1: the model, plan and report must be byte-identical.
 Writes out/bench/quality.md and .json; every target says met / NOT MET; nothing is skipped silently.
@@ -75,15 +77,17 @@ def baseline(binary, model, data, work, threads):
 def four_bit(binary, model, data, work, threads):
     rows = []
     for mode, extra in FOUR_BIT:
-        for method in ("nearest", "weighted", "gptq"):
-            report = os.path.join(work, f"{mode}-4-{method}.json")
-            cal = [] if method == "nearest" else sum((["--calibration", d] for d in data["cal"]), [])
-            out = os.path.join(work, f"{mode}-4-{method}.onnx")
+        for method, correct in (("nearest", False), ("nearest", True), ("weighted", False), ("gptq", False), ("gptq", True)):
+            tag = f"{mode}-4-{method}" + ("-bc" if correct else "")
+            report = os.path.join(work, f"{tag}.json")
+            cal = [] if method == "nearest" and not correct else sum((["--calibration", d] for d in data["cal"]), [])
+            out = os.path.join(work, f"{tag}.onnx")
             _, seconds = run([binary, "convert", model, "-o", out, "--mode", mode, "--bits", "4", "--method", method, *extra, *COMMON, *cal,
+                              *(["--bias-correction"] if correct else []),
                               *sum((["--data", d] for d in data["val"]), []), "--threads", str(threads), "--report", report])
             r = json.load(open(report))
             v = r["variants"][0]
-            rows.append({"mode": mode, "bits": 4, "method": method, "weight_bytes": v["size"]["weightBytes"],
+            rows.append({"mode": mode, "bits": 4, "method": method + (" + bias correction" if correct else ""), "weight_bytes": v["size"]["weightBytes"],
                          "bits_per_weight": bpw(v["size"]), "top1": v["outputs"][0]["top1Agreement"],
                          "psnr_db": v["outputs"][0].get("psnrDB"), "seconds": round(seconds, 2)})
     return rows
@@ -132,7 +136,7 @@ def main():
         t = tune(a.shrinkwrap, model, data, work, a.threads, f"{a.threads}t")
         t1 = tune(a.shrinkwrap, model, data, work, 1, "1t")
         identical = t["files"] == t1["files"]
-        nearest = {r["mode"]: r for r in four if r["method"] == "nearest"}
+        nearest = {r["mode"]: r for r in four if r["method"] == "nearest"}  # round to nearest, nothing data-aware
         aware = [r for r in four if r["method"] != "nearest"]
         good4 = [r for r in aware if r["bits_per_weight"] <= 4.5 and r["top1"] >= 97 and r["top1"] > nearest[r["mode"]]["top1"]
                  and r["weight_bytes"] == nearest[r["mode"]]["weight_bytes"]]

@@ -61,7 +61,7 @@ public struct TuneOptions: Sendable {
     /// Fold BatchNormalizations into their Convs first (`CompressionPlan.foldBatchNorm`; the plan says so).
     public var foldBatchNorm = true
     /// Correct each compressed Conv / Gemm's bias for its expected output shift (`CompressionPlan.biasCorrection`).
-    public var biasCorrection = false
+    public var biasCorrection = true
 
     public init() {}
 }

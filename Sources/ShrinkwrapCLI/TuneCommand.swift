@@ -42,8 +42,8 @@ struct TuneCommand: ParsableCommand {
     @Flag(name: .customLong("keep-batchnorm"), help: "Do not fold BatchNormalizations into their Convs first (folding is the default: the plan says so, and convert --plan does the same).")
     var keepBatchNorm = false
 
-    @Flag(name: .customLong("bias-correction"), help: "Also fold each compressed Conv / Gemm weight's expected output shift into its bias (measured in every candidate; the plan says so).")
-    var biasCorrection = false
+    @Flag(name: .customLong("no-bias-correction"), help: "Do not fold each compressed Conv / Gemm weight's expected output shift into its bias (done by default, in every candidate measured; the plan says so).")
+    var noBiasCorrection = false
 
     @Option(name: .customLong("sensitivity-inputs"), help: "Calibration inputs per sensitivity run.")
     var sensitivityInputs = 64
@@ -74,7 +74,7 @@ struct TuneCommand: ParsableCommand {
         }
         o.minElements = minElements
         o.foldBatchNorm = !keepBatchNorm
-        o.biasCorrection = biasCorrection
+        o.biasCorrection = !noBiasCorrection
         o.threads = threads
         o.sensitivityInputs = sensitivityInputs
         o.format = ModelFormats.format(for: URL(fileURLWithPath: output))

@@ -116,6 +116,7 @@ public enum TuneRenderer {
         func pct(_ v: Double?) -> String { v.map { fmt($0, "%.2f") } ?? emptyCell }
         func bpw(_ s: SizeInfo) -> Double { Double(8 * s.weightBytes) / Double(max(s.weightCount, 1)) }
         var out: [Block] = [.heading(level: 1, [.text("Shrinkwrap tune report")])]
+        if r.validation.random || r.calibration?.random == true { out.append(.warning(SweepReport.randomDataWarning)) }
         if r.calibration == nil { out.append(.warning(TuneReport.sameDataWarning)) }
         let top1 = r.outputs.first?.top1Agreement
         out.append(.paragraph([.strong(r.met ? "Target met" : "Target NOT met"),

@@ -138,7 +138,7 @@ final class CLITests: XCTestCase {
         let out = tmp.appendingPathComponent("out.onnx")
         let convert = ["convert", model.path, "-o", out.path, "--mode", "linear", "--bits", "4", "--method", "gptq", "--min-elements", "0"]
         for (extra, needle) in [(["--calibration", nan.path], "element 1 is nan"), (["--calibration", wide.path], "--calibration: "),
-                                (["--calibration", empty.path], "--calibration: "), ([], "needs --calibration")] {
+                                (["--calibration", empty.path], "--calibration: "), ([], "need --calibration")] {
             let r = try sw(convert + extra)
             XCTAssertEqual(r.status, 1, "\(extra): \(r.stderr)")
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)

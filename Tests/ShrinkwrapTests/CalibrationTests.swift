@@ -105,7 +105,7 @@ final class CalibrationTests: XCTestCase {
         for m in [nan, shape, message([empty.path])] { XCTAssertFalse(m.contains("\n"), m) }
         // A data-aware method needs data; data needs a data-aware method; a plan's data must be its own.
         let gptq = CompressionPlan(CompressionRule(mode: "linear", options: CodecOptions(bits: 4, granularity: .perChannel, method: .gptq)))
-        XCTAssertTrue(errorText { _ = try Models.calibrate(g, plan: gptq, specs: []) }.contains("needs --calibration"))
+        XCTAssertTrue(errorText { _ = try Models.calibrate(g, plan: gptq, specs: []) }.contains("need --calibration"))
         let good = dir.appendingPathComponent("good.npy")
         try NPY.encode(Tensor(floats(120, &rng), shape: [1, 4, 5, 6])).write(to: good)
         XCTAssertTrue(errorText { _ = try Models.calibrate(g, plan: CompressionPlan(CompressionRule(mode: "fp16")), specs: [good.path]) }
