@@ -20,7 +20,7 @@ public enum Calibration {
 
     /// One weight's running sums.
     final class Sums {
-        enum Kind { case conv(Node), rows }
+        enum Kind { case conv(Node), rows, lookup }
         let weight: String, kind: Kind
         let rows: Int, columns: Int, groups: Int
         var count = 0
@@ -38,6 +38,7 @@ public enum Calibration {
 
         var statistics: WeightStatistics {
             let n = Double(max(count, 1))
+            if case .lookup = kind { return WeightStatistics(rows: rows, columns: columns, count: count, rowShare: lookups.map { $0 / n }) }
             return WeightStatistics(rows: rows, columns: columns, groups: groups, count: count,
                                     mean: sum.map { $0 / n }, meanSquare: sumSquares.map { $0 / n },
                                     secondMoment: gram?.map { $0 / n })
@@ -72,8 +73,11 @@ public enum Calibration {
         }
 
         func add(_ t: Tensor, threads: Int) throws {
+            if case .lookup = kind { return try addLookups(t) }
             guard let x = t.floats else { throw Error(description: "calibration: the input of '\(weight)'s node is \(t.dtype), not floating point") }
             switch kind {
+            case .lookup:
+                return
             case .conv(let node):
                 guard let weightShape = weightShape else { return }
                 try NNKernels.convPatches(node: node, input: t, weightShape: weightShape) { g, m, rows, positions in
@@ -91,6 +95,20 @@ public enum Calibration {
             }
         }
         var weightShape: [Int]?
+        /// Lookups per row of a looked-up table.
+        var lookups: [Double] = []
+
+        func addLookups(_ t: Tensor) throws {
+            guard !t.dtype.isFloatingPoint, let ids = t.ints else {
+                throw Error(description: "calibration: the indices of '\(weight)' are \(t.dtype), not integers")
+            }
+            if lookups.isEmpty { lookups = [Double](repeating: 0, count: rows) }
+            for i in ids {
+                let r = i < 0 ? Int(truncatingIfNeeded: i) + rows : Int(truncatingIfNeeded: i)
+                if r >= 0 && r < rows { lookups[r] += 1 }
+            }
+            count += ids.count
+        }
     }
 
     /// Which node input each weight multiplies, and how: Conv (not ConvTranspose), Gemm without
@@ -99,6 +117,14 @@ public enum Calibration {
         var readers: [String: Int] = [:]
         for node in graph.nodes { for name in Set(node.inputs) where graph.isConstant(name) { readers[name, default: 0] += 1 } }
         var out: [(String, Sums)] = []
+        // Embedding tables: rows looked up by computed indices (the roles' embedding rule), counted.
+        for node in graph.nodes where node.opType == "Gather" {
+            guard let table = node.input(0), let ids = node.input(1), !graph.isConstant(ids), readers[table] == 1,
+                  let c = graph.constant(named: table), case .dense(let t) = c.encoding, t.dtype == .float32, t.rank == 2 else { continue }
+            if case .int(let a)? = node.attributes["axis"], a != 0 && a != -2 { continue }
+            guard let m = WeightMatrix(shape: t.shape, outputAxis: 0) else { continue }
+            out.append((ids, Sums(weight: table, kind: .lookup, rows: m.rows, columns: m.columns, groups: 1, gram: false)))
+        }
         for node in graph.nodes {
             guard node.inputs.count >= 2, let w = node.input(1), let x = node.input(0), readers[w] == 1,
                   let c = graph.constant(named: w), case .dense(let t) = c.encoding, t.dtype == .float32 else { continue }

@@ -30,6 +30,10 @@ public struct SweepOptions: Sendable {
     public var methods: [CompressionMethod] = [.nearest]
     /// Calibration inputs for the data-aware methods.
     public var calibration: [[String: Tensor]] = []
+    /// Fold BatchNormalizations into their Convs first, in every variant (`CompressionPlan.foldBatchNorm`).
+    public var foldBatchNorm = false
+    /// Bias correction in every variant (`CompressionPlan.biasCorrection`; needs `calibration`).
+    public var biasCorrection = false
     /// Write every variant's decoded compressed weights here (DIR/MODE-BITS/k.npy + manifest.json), for
     /// independent re-runs (Scripts/sweep_crosscheck.py).
     public var dumpWeightsDir: String?
@@ -50,6 +54,7 @@ public enum Sweep {
         if !needs.isEmpty && o.calibration.isEmpty {
             throw Error(description: "--methods \(needs.map(\.rawValue).joined(separator: ",")) need --calibration DATA")
         }
+        if o.biasCorrection && o.calibration.isEmpty { throw Error(description: "--bias-correction needs --calibration DATA") }
         for m in o.modes {
             let codec = try WeightCodecs.codec(named: m)
             let methods = o.methods.filter { codec.methods.contains($0) }
@@ -77,7 +82,7 @@ public enum Sweep {
         let plan = try variants(o)
         let started = Date()
         var stats: [String: WeightStatistics] = [:]
-        if plan.contains(where: { $0.method.needsCalibration }) {
+        if o.biasCorrection || plan.contains(where: { $0.method.needsCalibration }) {
             let t0 = Date()
             stats = try Calibration.collect(graph, inputs: o.calibration, secondMoment: plan.contains { $0.method == .gptq }, threads: o.threads)
             progress?(String(format: "calibration: statistics for %d weights from %d inputs in %.1f s", stats.count, o.calibration.count,
@@ -116,7 +121,7 @@ public enum Sweep {
         for v in plan {
             var g = graph
             let log = try Models.compress(&g, plan: try settings(v, o).plan(), threads: o.threads, for: outFormat, options: o.exportOptions,
-                                          statistics: v.method.needsCalibration ? stats : [:])
+                                          statistics: v.method.needsCalibration || o.biasCorrection ? stats : [:])
             var fileBytes: Int? = nil
             var file: String? = nil
             if let dir = o.outDir, let f = outFormat, let export = f.exporter, unwritable[variantTag(v)] == nil {
@@ -162,6 +167,8 @@ public enum Sweep {
         for (key, setting) in o.codecSettings where setting == .flag(true) { options[key] = "true" }
         if let m = o.minElements { options["min_elements"] = String(m) }
         if o.methods != [.nearest] { options["methods"] = o.methods.map(\.rawValue).joined(separator: ",") }
+        if o.foldBatchNorm { options["fold_batchnorm"] = "true" }
+        if o.biasCorrection { options["bias_correction"] = "true" }
         return SweepReport(tool: "shrinkwrap \(shrinkwrapVersion)",
                            model: ModelInfo(file: url.lastPathComponent, sha256: SHA256.hex(fileData), format: graph.sourceFormat),
                            data: data, options: options, reference: size(graph, fileBytes: fileSize), variants: result)
@@ -222,6 +229,8 @@ public enum Sweep {
         s.codecSettings = o.codecSettings.filter { key, _ in codec.options.contains { $0.key == key } }
         s.minElements = o.minElements
         s.method = v.method == .nearest ? nil : v.method.rawValue
+        s.foldBatchNorm = o.foldBatchNorm
+        s.biasCorrection = o.biasCorrection
         return s
     }
 

@@ -62,6 +62,7 @@ extension Tune {
                 weights[job.w].options[job.c]?.flips = Int(((100 - a) / 100 * Double(first.inputs)).rounded())
             }
             weights[job.w].options[job.c]?.psnr = outputs.first?.psnrDB
+            weights[job.w].options[job.c]?.kl = outputs.first?.meanKL
         }
         progress?(String(format: "sensitivity: %d runs of %d inputs in %.1f s", jobs.count, runner.inputCount, Date().timeIntervalSince(started)))
     }
@@ -136,7 +137,7 @@ extension Tune {
         let rows = zip(weights, p.choice).map { w, c -> TuneReport.Weight in
             let settings = w.options.enumerated().compactMap { ci, opt -> TuneReport.Setting? in
                 opt.map { TuneReport.Setting(candidate: candidates[ci].summary, bytes: $0.bytes, noise: $0.noise, flips: $0.flips,
-                                             psnrDB: $0.psnr, chosen: ci == c) }
+                                             psnrDB: $0.psnr, kl: $0.kl, chosen: ci == c) }
             }
             return TuneReport.Weight(name: w.name, shape: w.shape, elements: w.elements,
                                      choice: c.map { candidates[$0].summary } ?? "float32", bytesBefore: w.bytes32,

@@ -100,6 +100,7 @@ public enum Tune {
         var noise: Double = 0
         var flips = 0
         var psnr: Double?
+        var kl: Double?
         var notes: [String]
         /// Constants the setting also changes (the node's bias, with bias correction).
         var companions: [Constant] = []

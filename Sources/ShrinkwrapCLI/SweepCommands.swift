@@ -243,6 +243,12 @@ struct SweepCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Methods, comma-separated: \(CompressionMethod.allCases.map(\.rawValue).joined(separator: ", ")) (default nearest; with --calibration nearest,gptq). Each mode is tried with those it offers.", valueName: "methods"))
     var methods: String?
 
+    @Flag(name: .customLong("fold-batchnorm"), help: "Fold each BatchNormalization that alone reads a Conv into that Conv before compressing, in every variant.")
+    var foldBatchNorm = false
+
+    @Flag(name: .customLong("bias-correction"), help: "In every variant, fold each compressed Conv / Gemm weight's expected output shift on the --calibration data into its bias.")
+    var biasCorrection = false
+
     @Option(name: .customLong("out-dir"), help: "Write every variant here (and report file sizes).")
     var outDir: String?
 
@@ -297,8 +303,12 @@ struct SweepCommand: ParsableCommand {
         } else if !calibration.isEmpty {
             o.methods = [.nearest, .gptq]
         }
+        o.foldBatchNorm = foldBatchNorm
+        o.biasCorrection = biasCorrection
         if !calibration.isEmpty {
-            guard o.methods.contains(where: \.needsCalibration) else { throw CLIError(description: "--calibration is read by the data-aware methods only: add --methods with weighted or gptq") }
+            guard biasCorrection || o.methods.contains(where: \.needsCalibration) else {
+                throw CLIError(description: "--calibration is read by the data-aware methods only: add --methods with weighted or gptq, or --bias-correction")
+            }
             o.calibration = try Calibration.load(calibration, graph: graph, options: try data.prep.options()).samples
         }
         o.outDir = outDir

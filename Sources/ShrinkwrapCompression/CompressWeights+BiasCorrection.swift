@@ -10,7 +10,7 @@ extension CompressWeights {
         for task in tasks {
             let w = task.input
             var e = entries[task.index]
-            guard e.compressed, let stats = w.statistics, stats.misfit(w) == nil,
+            guard e.compressed, let stats = w.statistics, stats.misfit(w) == nil, stats.rowShare == nil,
                   let m = WeightMatrix(shape: w.shape, outputAxis: w.outputAxis),
                   let decoded = graph.constant(named: w.name)?.encoding.decoded().floats, decoded.count == w.values.count else { continue }
             func note(_ s: String) { e.notes.append("bias correction: " + s); entries[task.index] = e }

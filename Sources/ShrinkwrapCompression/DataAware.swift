@@ -73,10 +73,20 @@ public struct WeightStatistics: Sendable, Equatable {
     public var meanSquare: [Double]
     /// groups × columns × columns, row-major per group; nil when only the diagonal was gathered.
     public var secondMoment: [Double]?
+    /// For a table whose rows are looked up by index (an embedding), instead of the above: how often
+    /// each row was read, as a share of the lookups. Its input is a one-hot vector, so the share is
+    /// the mean square of the input each element of that row multiplies.
+    public var rowShare: [Double]?
 
     public init(rows: Int, columns: Int, groups: Int, count: Int, mean: [Double], meanSquare: [Double], secondMoment: [Double]? = nil) {
         self.rows = rows; self.columns = columns; self.groups = groups; self.count = count
         self.mean = mean; self.meanSquare = meanSquare; self.secondMoment = secondMoment
+    }
+
+    /// The statistics of a looked-up table: `rowShare[r]` of the `count` lookups read row r.
+    public init(rows: Int, columns: Int, count: Int, rowShare: [Double]) {
+        self.init(rows: rows, columns: columns, groups: 1, count: count, mean: [], meanSquare: [])
+        self.rowShare = rowShare
     }
 
     /// Why these statistics do not fit `w` (nil when they do).
@@ -84,23 +94,32 @@ public struct WeightStatistics: Sendable, Equatable {
         guard let m = WeightMatrix(shape: w.shape, outputAxis: w.outputAxis) else { return "the weight has an empty axis" }
         if m.rows != rows || m.columns != columns { return "statistics for \(rows) × \(columns), weight is \(m.rows) × \(m.columns)" }
         if groups < 1 || rows % groups != 0 { return "\(groups) input groups do not divide \(rows) rows" }
-        if mean.count != groups * columns || meanSquare.count != groups * columns { return "statistics of the wrong size" }
+        if let share = rowShare {
+            if share.count != rows || !mean.isEmpty || !meanSquare.isEmpty || secondMoment != nil { return "row shares of the wrong size" }
+        } else if mean.count != groups * columns || meanSquare.count != groups * columns { return "statistics of the wrong size" }
         if let s = secondMoment, s.count != groups * columns * columns { return "second moment of the wrong size" }
         if count < 1 { return "no calibration vectors" }
         return nil
     }
 
-    /// Per-element importance: the mean square of the input each element multiplies.
-    /// A column no calibration input ever reached (all zero) keeps a small weight,
-    /// a thousandth of the row group's mean, so its weights still get a sensible grid.
+    /// Per-element importance: the mean square of the input each element multiplies (a looked-up
+    /// table: its row's share of the lookups). A column no calibration input ever reached (all zero)
+    /// keeps a small weight, a thousandth of its row group's mean (of the whole weight's, when the
+    /// group saw nothing at all), so its weights still get a sensible grid.
     public func importance(_ w: WeightInput) -> [Float] {
         guard let m = WeightMatrix(shape: w.shape, outputAxis: w.outputAxis) else { return [] }
+        if let share = rowShare {
+            let avg = share.reduce(0, +) / Double(max(share.count, 1))
+            let floor = avg > 0 ? avg * 1e-3 : 1
+            return (0..<w.values.count).map { Float(max(share[m.position($0).row], floor)) }
+        }
         let perGroup = rows / max(groups, 1)
+        let overall = meanSquare.reduce(0, +) / Double(max(meanSquare.count, 1))
         var floor = [Double](repeating: 0, count: groups)
         for g in 0..<groups {
             let slice = meanSquare[(g * columns)..<((g + 1) * columns)]
             let avg = slice.reduce(0, +) / Double(max(columns, 1))
-            floor[g] = avg > 0 ? avg * 1e-3 : 1
+            floor[g] = avg > 0 ? avg * 1e-3 : (overall > 0 ? overall * 1e-3 : 1)
         }
         var out = [Float](repeating: 0, count: w.values.count)
         for i in 0..<out.count {

@@ -69,6 +69,10 @@ public struct OutputMetrics: Codable, Sendable, Equatable {
     /// (top score minus the runner-up's): a stricter agreement that also counts the predictions a
     /// slightly larger change would flip (`tune` chooses by it). Not written to reports.
     public var top1WithMargin: Double?
+    /// Mean over the predictions of KL(reference ‖ candidate) in nats between the score vectors taken as
+    /// distributions (as they are when each row is non-negative and sums to 1, else through a softmax).
+    /// Not written to reports.
+    public var meanKL: Double?
 
     enum CodingKeys: String, CodingKey {
         case name, inputs, classes, top1Agreement, top5Agreement, meanCosine, minCosine, snrDB, psnrDB, maxAbsError, flips
@@ -76,8 +80,9 @@ public struct OutputMetrics: Codable, Sendable, Equatable {
 
     public init(name: String, inputs: Int, classes: Int? = nil, top1Agreement: Double? = nil, top5Agreement: Double? = nil,
                 meanCosine: Double, minCosine: Double, snrDB: Double? = nil, psnrDB: Double? = nil,
-                maxAbsError: Double, flips: [LabelFlip] = [], top1WithMargin: Double? = nil) {
+                maxAbsError: Double, flips: [LabelFlip] = [], top1WithMargin: Double? = nil, meanKL: Double? = nil) {
         self.top1WithMargin = top1WithMargin
+        self.meanKL = meanKL
         self.name = name
         self.inputs = inputs
         self.classes = classes
@@ -136,6 +141,7 @@ public struct MetricsAccumulator: Sendable {
     private var rows = 0
     private var top1Hits = 0
     private var marginHits = 0
+    private var klSum = 0.0
     private var topKHits = 0
     private var flipCounts: [FlipKey: Int] = [:]
 
@@ -207,6 +213,7 @@ public struct MetricsAccumulator: Sendable {
                 if from != to { flipCounts[FlipKey(reference: from, candidate: to), default: 0] += 1 }
             }
             if rank(of: refTop, in: c, base, k) < topK { topKHits += 1 }
+            klSum += divergence(r, c, base, k)
         }
     }
 
@@ -237,7 +244,8 @@ public struct MetricsAccumulator: Sendable {
             psnrDB: mse == 0 ? nil : decibels(peak * peak, mse),
             maxAbsError: maxAbs,
             flips: flips,
-            top1WithMargin: scores ? 100 * Double(marginHits) / Double(rows) : nil
+            top1WithMargin: scores ? 100 * Double(marginHits) / Double(rows) : nil,
+            meanKL: scores ? klSum / Double(rows) : nil
         )
     }
 
@@ -307,6 +315,24 @@ func argmax(_ v: [Double], _ base: Int, _ count: Int) -> Int {
     var best = 0
     for i in 1..<max(count, 1) where ranksAbove(v[base + i], i, v[base + best], best) { best = i }
     return best
+}
+
+/// KL(p ‖ q) in nats of two score rows, each a distribution as it is (non-negative, summing to 1
+/// within 10⁻³) or through a softmax; a finite number (probabilities floored at 10⁻¹²).
+func divergence(_ r: [Double], _ c: [Double], _ base: Int, _ count: Int) -> Double {
+    func distribution(_ v: [Double]) -> [Double] {
+        let row = Array(v[base..<(base + count)])
+        let total = row.reduce(0, +)
+        if row.allSatisfy({ $0 >= 0 && $0.isFinite }), abs(total - 1) <= 1e-3 { return row.map { $0 / total } }
+        let top = row.max() ?? 0
+        let e = row.map { $0.isFinite ? Foundation.exp($0 - top) : 0 }
+        let s = e.reduce(0, +)
+        return s > 0 ? e.map { $0 / s } : row.map { _ in 1 / Double(count) }
+    }
+    let p = distribution(r), q = distribution(c)
+    var kl = 0.0
+    for i in 0..<count where p[i] > 0 { kl += p[i] * Foundation.log(max(p[i], 1e-12) / max(q[i], 1e-12)) }
+    return kl.isFinite ? max(kl, 0) : 0
 }
 
 /// How many elements of `v[base ..< base + count]` rank above element `index`

@@ -51,9 +51,12 @@ public struct TuneReport: Codable, Sendable, Equatable {
         /// Top-1 changes of the first output.
         public var flips: Int
         public var psnrDB: Double?
+        /// Mean KL(original ‖ compressed) of the first output's scores, in nats.
+        public var kl: Double?
         public var chosen: Bool
-        public init(candidate: String, bytes: Int, noise: Double, flips: Int, psnrDB: Double?, chosen: Bool) {
-            self.candidate = candidate; self.bytes = bytes; self.noise = noise; self.flips = flips; self.psnrDB = psnrDB; self.chosen = chosen
+        public init(candidate: String, bytes: Int, noise: Double, flips: Int, psnrDB: Double?, kl: Double? = nil, chosen: Bool) {
+            self.candidate = candidate; self.bytes = bytes; self.noise = noise; self.flips = flips; self.psnrDB = psnrDB; self.kl = kl
+            self.chosen = chosen
         }
     }
 
@@ -164,16 +167,17 @@ public enum TuneRenderer {
                  [.text("\(w.bytesBefore)")], [.text("\(w.bytesAfter)")]]
             })))
         out.append(.heading(level: 2, [.text("Measured sensitivity")]))
-        out.append(.paragraph([.text("One weight compressed, the rest float32, on the calibration inputs used for sensitivity: output error energy over output energy (noise), top-1 flips of the first output, PSNR.")]))
+        out.append(.paragraph([.text("One weight compressed, the rest float32, on the calibration inputs used for sensitivity: output error energy over output energy (noise, what the path ranks by), top-1 flips and mean KL divergence of the first output's scores, PSNR.")]))
         var rows: [[Inline]] = []
         for w in r.weights {
             for s in w.settings {
                 rows.append([[.code(w.name)], [.text(s.candidate + (s.chosen ? " ◀" : ""))], [.text("\(s.bytes)")], [.text(fmt(s.noise, "%.3g"))],
-                             [.text("\(s.flips)")], [.text(s.psnrDB.map { fmt($0, "%.2f") } ?? "∞")]])
+                             [.text("\(s.flips)")], [.text(s.kl.map { fmt($0, "%.3g") } ?? emptyCell)],
+                             [.text(s.psnrDB.map { fmt($0, "%.2f") } ?? "∞")]])
             }
         }
-        out.append(.table(Table(headers: ["weight", "candidate", "bytes", "noise", "flips", "PSNR dB"],
-                                numeric: [false, false, true, true, true, true], rows: rows)))
+        out.append(.table(Table(headers: ["weight", "candidate", "bytes", "noise", "flips", "KL nats", "PSNR dB"],
+                                numeric: [false, false, true, true, true, true, true], rows: rows)))
         return out
     }
 }

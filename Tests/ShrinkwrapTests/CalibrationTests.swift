@@ -144,4 +144,25 @@ final class CalibrationTests: XCTestCase {
         shared.outputs.append(ValueInfo(name: "c", dtype: .float32, shape: nil))
         XCTAssertEqual(shared.foldingBatchNormIntoConv().folded, 0)
     }
+
+    func testEmbeddingRowsAreWeightedByHowOftenTheyAreLookedUp() throws {
+        var rng = SplitMix(seed: 41)
+        let g = Graph(inputs: [ValueInfo(name: "ids", dtype: .int64, shape: [.fixed(1), .fixed(4)])],
+                      outputs: [ValueInfo(name: "e", dtype: .float32, shape: nil)],
+                      nodes: [Node(name: "lookup", opType: "Gather", inputs: ["table", "ids"], outputs: ["e"])],
+                      constants: [Constant(name: "table", tensor: Tensor(floats(5 * 3, &rng), shape: [5, 3]))])
+        let inputs = [[0, 0, 1, -1], [0, 2, 2, 4]].map { ["ids": Tensor(ints: $0, shape: [1, 4])] }
+        let stats = try XCTUnwrap(try Calibration.collect(g, inputs: inputs, secondMoment: true)["table"])
+        XCTAssertEqual(stats.count, 8)
+        XCTAssertEqual(stats.rowShare, [3, 1, 2, 0, 2].map { Double($0) / 8 })
+        let w = WeightInput(name: "table", values: try XCTUnwrap(g.constant(named: "table")?.encoding.decoded().floats), shape: [5, 3],
+                            outputAxis: 0, inputAxis: 1, statistics: stats)
+        XCTAssertNil(stats.misfit(w))
+        let importance = stats.importance(w)
+        XCTAssertEqual(importance[0], 3.0 / 8); XCTAssertEqual(importance[11], 0.2 * 1e-3, accuracy: 1e-9, "an unread row keeps a floor")
+        // The weighted and gptq methods take it (gptq has no second moment for a lookup: it says so).
+        let o = try WeightCodecs.options(mode: "kmeans-lut", CodecRequest(bits: 1, method: .gptq), origin: .commandLine)
+        let r = try WeightCodecs.encode(w, with: try WeightCodecs.codec(named: "kmeans-lut"), o)
+        XCTAssertTrue(r.notes.contains("gptq: no second moment; rounded to nearest"), "\(r.notes)")
+    }
 }
