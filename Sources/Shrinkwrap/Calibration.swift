@@ -17,6 +17,9 @@ public enum Calibration {
 
     /// Weights wider than this (input columns) get no second moment (it would take columns² × 8 bytes).
     public static let secondMomentColumnLimit = 8192
+    /// The most memory all second moments together may take (their Double sums and float32 scratch);
+    /// the weights past it, in graph order, get none (gptq then rounds them to nearest and says so).
+    public static let secondMomentBudget = 2 << 30
 
     /// One weight's running sums.
     final class Sums {
@@ -117,6 +120,7 @@ public enum Calibration {
         var readers: [String: Int] = [:]
         for node in graph.nodes { for name in Set(node.inputs) where graph.isConstant(name) { readers[name, default: 0] += 1 } }
         var out: [(String, Sums)] = []
+        var budget = secondMomentBudget
         // Embedding tables: rows looked up by computed indices (the roles' embedding rule), counted.
         for node in graph.nodes where node.opType == "Gather" {
             guard let table = node.input(0), let ids = node.input(1), !graph.isConstant(ids), readers[table] == 1,
@@ -132,8 +136,12 @@ public enum Calibration {
             var sums: Sums? = nil
             func make(_ kind: Sums.Kind, outputAxis: Int, groups: Int) -> Sums? {
                 guard let m = WeightMatrix(shape: shape, outputAxis: outputAxis), m.rows % groups == 0 else { return nil }
-                return Sums(weight: w, kind: kind, rows: m.rows, columns: m.columns, groups: groups,
-                            gram: secondMoment && m.columns <= secondMomentColumnLimit)
+                var gram = secondMoment && m.columns <= secondMomentColumnLimit
+                if gram {
+                    let bytes = m.columns * m.columns * (8 * groups + 4)
+                    if bytes <= budget { budget -= bytes } else { gram = false }
+                }
+                return Sums(weight: w, kind: kind, rows: m.rows, columns: m.columns, groups: groups, gram: gram)
             }
             switch node.opType {
             case "Conv" where shape.count >= 3:
