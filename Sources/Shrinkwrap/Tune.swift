@@ -150,6 +150,11 @@ public enum Tune {
             candidates.append(c)
         }
         guard !candidates.isEmpty else { throw Error(description: "no candidate the output format can hold") }
+        // The target is the first output's top-1 agreement: checked before any work.
+        let calRunner = try AgreementRunner(reference: reference, inputs: calibration.samples, layerSamples: 0, threads: threads)
+        guard try calRunner.compare(reference).outputs.first?.top1Agreement != nil else {
+            throw Error(description: "tune needs a first output that is a score vector (its top-1 agreement is the target)")
+        }
         let needsStats = o.biasCorrection || candidates.contains { $0.rule.options.method.needsCalibration }
         let needsMoment = candidates.contains { $0.rule.options.method == .gptq }
         var stats: [String: WeightStatistics] = [:]
@@ -172,10 +177,6 @@ public enum Tune {
 
         let otherBytes = Sweep.size(original, fileBytes: nil).weightBytes - weights.reduce(0) { $0 + $1.bytes32 }
         let weightCount = Sweep.size(original, fileBytes: nil).weightCount
-        let calRunner = try AgreementRunner(reference: reference, inputs: calibration.samples, layerSamples: 0, threads: threads)
-        guard try calRunner.compare(reference).outputs.first?.top1Agreement != nil else {
-            throw Error(description: "tune needs a first output that is a score vector (its top-1 agreement is the target)")
-        }
         var calAgreement: [Int: Double] = [:]
         func agreementOnCalibration(_ k: Int) throws -> Double {
             if let a = calAgreement[k] { return a }
@@ -206,11 +207,14 @@ public enum Tune {
             }
             chosen = good
         }
+        var withinCap = true
         if let cap = o.maxBitsPerWeight, let k = chosen, Double(8 * (points[k].bytes + otherBytes)) / Double(max(weightCount, 1)) > cap {
             progress?(String(format: "the smallest point keeping %.2f%% takes more than %.2f bits per weight", o.minAgreement, cap))
-            chosen = nil
+            withinCap = false
         }
-        let pick = chosen ?? (points.count - 1)
+        // Nothing keeps the target: the path's first point (the least compressed) is written, and measured.
+        if chosen == nil { progress?("no point of the path keeps the target on the calibration data") }
+        let pick = chosen ?? 0
         var plan = Self.plan(points[pick], weights, candidates: candidates, minElements: o.minElements)
         plan.foldBatchNorm = o.foldBatchNorm
         plan.biasCorrection = o.biasCorrection
@@ -220,7 +224,7 @@ public enum Tune {
         let valRunner = try AgreementRunner(reference: reference, inputs: validation.samples, layerSamples: 0, threads: threads)
         let final = try valRunner.compare(graph).outputs
         let valAgreement = final.first?.top1Agreement ?? 0
-        let met = chosen != nil && valAgreement >= o.minAgreement
+        let met = chosen != nil && withinCap && valAgreement >= o.minAgreement
         // The curve: evenly spaced points of the path, measured on the validation data.
         let step = max(1, (points.count - 1) / max(1, o.curvePoints - 1))
         var indices = Array(stride(from: 0, to: points.count, by: step))

@@ -85,6 +85,12 @@ final class TuneTests: XCTestCase {
         let same = try Tune.run(model: model, graph: g, validation: val, calibration: nil, options: options(1))
         XCTAssertNil(same.report.calibration)
         XCTAssertTrue(TuneRenderer.render(same.report, as: .markdown).contains(TuneReport.sameDataWarning))
+        // A model without a score vector has no top-1 target: refused before any work.
+        let regression = Graph(inputs: g.inputs, outputs: [ValueInfo(name: "r", dtype: .float32, shape: nil)],
+                               nodes: [Node(name: "fc", opType: "MatMul", inputs: ["x", "w3"], outputs: ["r"])],
+                               constants: [Constant(name: "w3", tensor: Tensor([Float](repeating: 0.1, count: 32), shape: [32, 1]))])
+        XCTAssertTrue(errorText { _ = try Tune.run(model: model, graph: regression, validation: val, calibration: cal, options: o) }
+            .contains("needs a first output that is a score vector"))
         XCTAssertThrowsError(try TuneCandidate(parsing: "linear:x"))
         XCTAssertEqual(try TuneCandidate(parsing: "kmeans-lut:4:per-grouped-channel:16").summary, "kmeans-lut 4-bit per-grouped-channel:16 gptq")
         XCTAssertEqual(try TuneCandidate(parsing: "linear:4:per-block:32:weighted").summary, "linear 4-bit per-block:32 asymmetric weighted")
