@@ -191,22 +191,7 @@ public enum Tune {
         // fails, then halved between the last pass and that failure.
         let bar = o.minAgreement + (100 - o.minAgreement) / 2
         func passes(_ k: Int) throws -> Bool { try agreementOnCalibration(k) >= bar }
-        var chosen: Int? = try passes(0) ? 0 : nil
-        if var good = chosen {
-            var stride = 1
-            var bad: Int? = nil
-            while good < points.count - 1 {
-                let next = min(good + stride, points.count - 1)
-                if try passes(next) { good = next; stride *= 2 } else { bad = next; break }
-            }
-            if var hi = bad {
-                while hi - good > 1 {
-                    let mid = (good + hi) / 2
-                    if try passes(mid) { good = mid } else { hi = mid }
-                }
-            }
-            chosen = good
-        }
+        let chosen = try lastPassing(points.count, passes)
         var withinCap = true
         if let cap = o.maxBitsPerWeight, let k = chosen, Double(8 * (points[k].bytes + otherBytes)) / Double(max(weightCount, 1)) > cap {
             progress?(String(format: "the smallest point keeping %.2f%% takes more than %.2f bits per weight", o.minAgreement, cap))
@@ -244,5 +229,24 @@ public enum Tune {
                                     options: o, calibrationTop1: calTop1, compressed: graph)
         progress?(String(format: "tuned in %.1f s", Date().timeIntervalSince(started)))
         return Outcome(graph: graph, plan: plan, log: log, report: report, met: met)
+    }
+
+    /// The last of `count` points that passes, probed galloping from the first (1, 2, 4, … steps on)
+    /// until one fails, then halved between the last pass and that failure; nil when the first fails.
+    static func lastPassing(_ count: Int, _ passes: (Int) throws -> Bool) throws -> Int? {
+        guard count > 0, try passes(0) else { return nil }
+        var good = 0, stride = 1
+        var bad: Int? = nil
+        while good < count - 1 {
+            let next = min(good + stride, count - 1)
+            if try passes(next) { good = next; stride *= 2 } else { bad = next; break }
+        }
+        if var hi = bad {
+            while hi - good > 1 {
+                let mid = (good + hi) / 2
+                if try passes(mid) { good = mid } else { hi = mid }
+            }
+        }
+        return good
     }
 }

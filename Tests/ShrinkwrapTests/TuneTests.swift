@@ -1,5 +1,5 @@
 import Foundation
-import Shrinkwrap
+@testable import Shrinkwrap
 import ShrinkwrapCompression
 import ShrinkwrapData
 import ShrinkwrapIR
@@ -163,5 +163,21 @@ final class TuneTests: XCTestCase {
             return f.path
         }()), threads: 1, statistics: stats)
         XCTAssertEqual(again, tuned.graph)
+    }
+
+    func testTheSearchGallopsThenHalves() throws {
+        var probed: [Int] = []
+        func run(_ count: Int, passUpTo last: Int) throws -> Int? {
+            probed = []
+            return try Tune.lastPassing(count) { probed.append($0); return $0 <= last }
+        }
+        XCTAssertEqual(try run(100, passUpTo: 37), 37)
+        XCTAssertEqual(Array(probed.prefix(7)), [0, 1, 3, 7, 15, 31, 63], "galloping")
+        XCTAssertLessThan(probed.count, 14)
+        XCTAssertEqual(try run(100, passUpTo: 99), 99)
+        XCTAssertNil(try run(100, passUpTo: -1))
+        XCTAssertEqual(try run(1, passUpTo: 0), 0)
+        // Not monotone: the first failure met stops the gallop (a later pass beyond it is not taken).
+        XCTAssertEqual(try Tune.lastPassing(20) { $0 != 3 }, 2)
     }
 }
