@@ -99,7 +99,7 @@ extension Tune {
                 let cur = f[at[w]]
                 for j in (at[w] + 1)..<max(at[w] + 1, f.count) {
                     let ratio = (f[j].noise - cur.noise) / Double(cur.bytes - f[j].bytes)
-                    if best == nil || ratio < best!.ratio { best = (w, j, ratio) }
+                    if ratio < (best?.ratio ?? .infinity) || best == nil { best = (w, j, ratio) }
                 }
             }
             guard let move = best else { break }

@@ -68,8 +68,9 @@ enum GPTQ {
         while start < rows.upperBound {
             let count = min(block, rows.upperBound - start)
             for b in 0..<count { for i in 0..<n { work[b * n + i] = Double(values[m.index(start + b, perm[i])]) } }
-            work.withUnsafeMutableBufferPointer { wp in
-                u.withUnsafeBufferPointer { up in
+            work.withUnsafeMutableBufferPointer { wb in
+                u.withUnsafeBufferPointer { ub in
+                    guard let wp = wb.baseAddress, let up = ub.baseAddress else { return }
                     for i in 0..<n {
                         let d = up[i * n + i]
                         for b in 0..<count {
@@ -83,8 +84,8 @@ enum GPTQ {
                         for b in 0..<count {
                             let e = err[b]
                             guard e != 0 else { continue }
-                            let row = wp.baseAddress! + b * n
-                            let urow = up.baseAddress! + i * n
+                            let row = wp + b * n
+                            let urow = up + i * n
                             for j in (i + 1)..<n { row[j] -= e * urow[j] }
                         }
                     }
