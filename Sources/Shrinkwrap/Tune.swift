@@ -136,6 +136,13 @@ public enum Tune {
         let threads = max(1, o.threads ?? Interpreter.defaultThreads)
         let calibration = given ?? validation
         if given == nil { progress?("no --calibration: choosing on the validation data (the report says so)") }
+        // What the output format cannot hold whatever the weights (shapes, ops): an error now, all of it.
+        if let f = o.format {
+            let found = f.conflicts(graph: original, plan: nil, options: o.exportOptions)
+            if !found.isEmpty {
+                throw Error(description: ".\(f.mainExtension) cannot hold this model (\(found.count) conflict\(found.count == 1 ? "" : "s")): \(found.joined(separator: "; "))")
+            }
+        }
         // Candidates the output format cannot hold: dropped now.
         var candidates: [TuneCandidate] = []
         for c in o.candidates {

@@ -47,10 +47,15 @@ extension CompressWeights {
             } else {
                 var name = w.name + "_bias_correction", n = 1
                 while graph.constant(named: name) != nil || graph.nodes.contains(where: { $0.outputs.contains(name) }) { n += 1; name = w.name + "_bias_correction\(n)" }
-                graph.setConstant(Constant(name: name, tensor: Tensor(shift.map { Float($0) }, shape: [m.rows])))
+                let bias = Constant(name: name, tensor: Tensor(shift.map { Float($0) }, shape: [m.rows]))
+                graph.setConstant(bias)
                 while node.inputs.count < 2 { node.inputs.append("") }
                 node.inputs = Array(node.inputs.prefix(2)) + [name]
                 graph.nodes[k] = node
+                // Logged like any bias, so that later steps (an fp16 layer's companions) see it.
+                var added = logEntry(bias, users: [(node, 2)])
+                added.skipped = "bias of \(node.opType) '\(node.label)' (made by bias correction)"
+                entries.append(added)
                 note("expected output shift (largest |Δ| \(shortNumber(largest))) given to the node as a new bias '\(name)'")
             }
         }

@@ -220,9 +220,16 @@ final class BiasCorrectionTests: XCTestCase {
         var conv = graph("Conv", bias: false)
         var convStats = stats
         convStats.mean = mean
-        _ = try CompressWeights.run(&conv, plan: plan, statistics: ["w": convStats])
+        let convLog = try CompressWeights.run(&conv, plan: plan, statistics: ["w": convStats])
         XCTAssertEqual(conv.nodes[0].inputs, ["x", "w", "w_bias_correction"])
         XCTAssertEqual(conv.constant(named: "w_bias_correction")?.encoding.shape, [6])
+        XCTAssertEqual(convLog.entries.last?.skipped, "bias of Conv 'n' (made by bias correction)")
+        // An fp16 layer's new bias is fp16 too (Core ML rejects layers that mix precisions).
+        var half = graph("Conv", bias: false)
+        var fp16 = CompressionPlan(CompressionRule(mode: "fp16", options: CodecOptions(granularity: .perTensor)), minElements: 0)
+        fp16.biasCorrection = true
+        _ = try CompressWeights.run(&half, plan: fp16, statistics: ["w": convStats])
+        XCTAssertEqual(half.constant(named: "w_bias_correction")?.encoding.kind, half.constant(named: "w")?.encoding.kind)
         // Without statistics nothing changes.
         var plain = graph("Gemm", bias: true)
         _ = try CompressWeights.run(&plain, plan: plan)

@@ -91,6 +91,13 @@ final class TuneTests: XCTestCase {
                                constants: [Constant(name: "w3", tensor: Tensor([Float](repeating: 0.1, count: 32), shape: [32, 1]))])
         XCTAssertTrue(errorText { _ = try Tune.run(model: model, graph: regression, validation: val, calibration: cal, options: o) }
             .contains("needs a first output that is a score vector"))
+        // What the output format cannot hold whatever the weights is one error, before any work.
+        var free = g
+        free.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .symbolic("n")])]
+        var toCoreML = options(1)
+        toCoreML.format = ModelFormats.writer(forExtension: "mlmodel")
+        let refused = errorText { _ = try Tune.run(model: model, graph: free, validation: val, calibration: cal, options: toCoreML) }
+        XCTAssertTrue(refused.hasPrefix(".mlmodel cannot hold this model (1 conflict): input 'x'"), refused)
         XCTAssertThrowsError(try TuneCandidate(parsing: "linear:x"))
         XCTAssertEqual(try TuneCandidate(parsing: "kmeans-lut:4:per-grouped-channel:16").summary, "kmeans-lut 4-bit per-grouped-channel:16 gptq")
         XCTAssertEqual(try TuneCandidate(parsing: "linear:4:per-block:32:weighted").summary, "linear 4-bit per-block:32 asymmetric weighted")
