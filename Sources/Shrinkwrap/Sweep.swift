@@ -194,28 +194,11 @@ public enum Sweep {
                 return m
             }
         }
-        /// Candidates handed out in order, results kept by index, both under one lock.
-        final class Board: @unchecked Sendable {
-            var next = 0
-            var items: [Result<Measured, any Swift.Error>?]
-            let lock = NSLock()
-            init(_ n: Int) { items = Array(repeating: nil, count: n) }
-            func claim() -> Int { lock.lock(); defer { lock.unlock() }; next += 1; return next - 1 }
-            func put(_ k: Int, _ r: Result<Measured, any Swift.Error>) { lock.lock(); items[k] = r; lock.unlock() }
-        }
-        let board = Board(candidates.count)
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while case let k = board.claim(), k < candidates.count {
-                let t0 = Date()
-                let r = Result { try runner.compare(candidates[k], threads: 1) }
-                done(k, Date().timeIntervalSince(t0))
-                board.put(k, r)
-            }
-        }
-        let results = board
-        return try results.items.map { r in
-            guard let r else { throw Error(description: "a variant was not measured") }
-            return try r.get()
+        return try AgreementRunner.inParallel(candidates.count, threads: workers) { k in
+            let t0 = Date()
+            let m = try runner.compare(candidates[k], threads: 1)
+            done(k, Date().timeIntervalSince(t0))
+            return m
         }
     }
 

@@ -46,17 +46,30 @@ extension Tune {
         var jobs: [(w: Int, c: Int)] = []
         for (wi, w) in weights.enumerated() { for (ci, o) in w.options.enumerated() where o != nil { jobs.append((wi, ci)) } }
         let started = Date()
-        let graphs = jobs.map { job -> Graph in
-            var g = original
-            if let o = weights[job.w].options[job.c] {
-                g.setConstant(Constant(name: weights[job.w].name, encoding: o.encoding))
-                for c in o.companions { g.setConstant(c) }
-            }
-            return g
+        let changes = jobs.map { job -> [Constant] in
+            guard let o = weights[job.w].options[job.c] else { return [] }
+            return [Constant(name: weights[job.w].name, encoding: o.encoding)] + o.companions
         }
-        let measured = try Sweep.compareAll(graphs, runner: runner, threads: threads, weightBytes: Sweep.size(original, fileBytes: nil).weightBytes) { _, _ in }
+        // Only what each weight reaches reruns, from the original's own values (kept once); past the
+        // memory budget, every run is a whole one.
+        var measured: [[OutputMetrics]]
+        var how = ""
+        do {
+            let d = try runner.compareDownstream(base: original, changes: changes, threads: threads)
+            measured = d.outputs
+            let share = Double(d.rerunNodes.reduce(0, +)) / Double(max(1, d.rerunNodes.count * d.baseNodes))
+            how = String(format: ", each rerunning %.0f%% of the nodes on average from %.0f MB of kept values", 100 * share, Double(d.keptBytes) / 1e6)
+        } catch let e as AgreementRunner.DownstreamBudgetExceeded {
+            progress?("sensitivity: whole runs (\(e.description))")
+            let graphs = jobs.indices.map { k -> Graph in
+                var g = original
+                for c in changes[k] { g.setConstant(c) }
+                return g
+            }
+            measured = try Sweep.compareAll(graphs, runner: runner, threads: threads, weightBytes: Sweep.size(original, fileBytes: nil).weightBytes) { _, _ in }.map(\.outputs)
+        }
         for (k, job) in jobs.enumerated() {
-            let outputs = measured[k].outputs
+            let outputs = measured[k]
             weights[job.w].options[job.c]?.noise = noise(outputs)
             if let first = outputs.first, let a = first.top1Agreement {
                 weights[job.w].options[job.c]?.flips = Int(((100 - a) / 100 * Double(first.inputs)).rounded())
@@ -64,7 +77,7 @@ extension Tune {
             weights[job.w].options[job.c]?.psnr = outputs.first?.psnrDB
             weights[job.w].options[job.c]?.kl = outputs.first?.meanKL
         }
-        progress?(String(format: "sensitivity: %d runs of %d inputs in %.1f s", jobs.count, runner.inputCount, Date().timeIntervalSince(started)))
+        progress?(String(format: "sensitivity: %d runs of %d inputs in %.1f s", jobs.count, runner.inputCount, Date().timeIntervalSince(started)) + how)
     }
 
     /// Output error energy over output energy, summed over the outputs (0 when identical).
