@@ -490,11 +490,11 @@ bench-sweep: corpus build venv-corpus ## a full default sweep of a 3 MB real cla
 # Every corpus model on its real inputs: shrinkwrap vs onnxruntime (.onnx) or tf.lite + XNNPACK (.tflite),
 # Issue 26's quality targets on the corpus classifiers: data-aware 4-bit against round to nearest, tune against
 # the smallest uniform setting keeping 99 %, on calibration / validation sets disjoint by source.
-quality-inputs: corpus deps-corpus venv-corpus ## make the calibration / validation sets of the three corpus classifiers into $SHRINKWRAP_CORPUS/quality (~20 s)
+quality-inputs: corpus deps-corpus venv-corpus ## make the calibration / validation sets of the three corpus classifiers into $SHRINKWRAP_CORPUS/quality (~30 s)
 	$(VENV_CORPUS)/bin/python Scripts/quality_inputs.py make
 	$(VENV_CORPUS)/bin/python Scripts/quality_inputs.py --verify
 
-bench-quality: quality-inputs build ## data-aware compression and tune on the corpus classifiers vs round to nearest; out/bench/quality.md and .json (~10 min)
+bench-quality: quality-inputs build ## data-aware compression and tune on the corpus classifiers vs round to nearest; out/bench/quality.md and .json (~17 min)
 	@mkdir -p out/bench
 	python3 Scripts/bench_quality.py --shrinkwrap $(BIN) --threads 2
 
