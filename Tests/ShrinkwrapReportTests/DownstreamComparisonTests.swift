@@ -84,4 +84,39 @@ final class DownstreamComparisonTests: XCTestCase {
         let reshaped = Constant(name: "w3", tensor: Tensor([Float](repeating: 0, count: 80), shape: [80]))
         XCTAssertThrowsError(try runner.compareDownstream(base: g, changes: [[reshaped]], threads: 1))
     }
+
+    /// y = If(c, then: x · inner, else: x · outer) → Softmax: a weight only a branch reads (captured
+    /// from the enclosing graph) reruns the If; inputs take both branches.
+    func testWeightsCapturedByBranchesRerunTheirNode() throws {
+        func t(_ shape: [Int], _ seed: Int) -> Tensor {
+            Tensor((0..<shape.reduce(1, *)).map { Float((($0 + seed) * 7919) % 211) / 211 - 0.5 }, shape: shape)
+        }
+        var thenBranch = Graph(name: "then")
+        thenBranch.outputs = [ValueInfo(name: "yt", dtype: .float32, shape: nil)]
+        thenBranch.setConstant(Constant(name: "inner", tensor: t([12, 6], 1)))
+        thenBranch.nodes = [Node(name: "mt", opType: "MatMul", inputs: ["x", "inner"], outputs: ["yt"])]
+        var elseBranch = Graph(name: "else")
+        elseBranch.outputs = [ValueInfo(name: "ye", dtype: .float32, shape: nil)]
+        elseBranch.nodes = [Node(name: "me", opType: "MatMul", inputs: ["x", "outer"], outputs: ["ye"])]
+        var g = Graph(name: "branches")
+        g.inputs = [ValueInfo(name: "x", dtype: .float32, shape: [.fixed(1), .fixed(12)]), ValueInfo(name: "c", dtype: .bool, shape: [])]
+        g.outputs = [ValueInfo(name: "p", dtype: .float32, shape: nil)]
+        g.setConstant(Constant(name: "outer", tensor: t([12, 6], 2)))
+        g.nodes = [Node(name: "branch", opType: "If", inputs: ["c"], outputs: ["y"],
+                        attributes: ["then_branch": .graph(thenBranch), "else_branch": .graph(elseBranch)]),
+                   Node(name: "soft", opType: "Softmax", inputs: ["y"], outputs: ["p"], attributes: ["axis": .int(-1)])]
+        let samples = Self.samples(20).enumerated().map { k, s in
+            s.merging(["c": Tensor(dtype: .bool, shape: [], storage: .bool([k % 2 == 0]))]) { a, _ in a }
+        }
+        let runner = try AgreementRunner(reference: g, inputs: samples, layerSamples: 0, threads: 1)
+        let change = [try Self.coarse(g, "outer", step: 0.3)]
+        let d = try runner.compareDownstream(base: g, changes: [change], threads: 2)
+        var whole = g
+        whole.setConstant(change[0])
+        let expected = try runner.compare(whole).outputs
+        XCTAssertEqual(d.rerunNodes, [2])
+        XCTAssertEqual(d.outputs[0][0].top1Agreement, expected[0].top1Agreement)
+        XCTAssertEqual(d.outputs[0][0].snrDB ?? 0, expected[0].snrDB ?? 0, accuracy: 1e-3)
+        XCTAssertNotNil(d.outputs[0][0].snrDB, "the else branch's inputs see the change")
+    }
 }
