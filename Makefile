@@ -7,6 +7,7 @@ SWIFTC       ?= swiftc
 VENV         := .venv
 PY           := $(VENV)/bin/python
 VENV_TF      := .venv-tf
+VENV_KERAS3  := .venv-keras3
 # Two release builds, kept apart so that neither undoes the other: BUILD_DIR (.build) holds
 # the binary you ship (`make build`, demo, install, bench); TEST_BUILD_DIR holds the tests'
 # build, compiled with -enable-testing (the suites' @testable imports need it). `make test`
@@ -25,7 +26,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus bench-large quality-inputs bench-quality crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf venv-keras3 keras-fixtures build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-keras fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus bench-large quality-inputs bench-quality crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all crosscheck-keras testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -54,6 +55,17 @@ $(VENV_TF)/.stamp: Scripts/requirements-tf.txt Scripts/requirements-tf-nodeps.tx
 	$(VENV_TF)/bin/pip install -q --disable-pip-version-check --no-deps -r Scripts/requirements-tf-nodeps.txt
 	touch $@
 
+venv-keras3: $(VENV_KERAS3)/.stamp ## a third venv with Keras 3 on JAX (the .keras fixtures and the Keras 3 cross-check)
+$(VENV_KERAS3)/.stamp: Scripts/requirements-keras3.txt
+	python3 -m venv $(VENV_KERAS3)
+	$(VENV_KERAS3)/bin/pip install -q --disable-pip-version-check -r Scripts/requirements-keras3.txt
+	touch $@
+
+# The Keras importer's test fixtures (committed): the same small models saved by Keras 2 (.h5) and Keras 3 (.keras).
+keras-fixtures: venv-tf venv-keras3 ## regenerate Tests/ShrinkwrapKerasTests/Fixtures with Keras itself
+	$(VENV_TF)/bin/python Scripts/make_keras_fixtures.py Tests/ShrinkwrapKerasTests/Fixtures
+	$(VENV_KERAS3)/bin/python Scripts/make_keras_fixtures.py Tests/ShrinkwrapKerasTests/Fixtures
+
 build: ## release build of the shrinkwrap binary
 	$(SWIFT_BUILD) --product shrinkwrap
 
@@ -79,9 +91,12 @@ schemas: deps $(PROTOC_GEN_SWIFT) ## regenerate the committed Swift code from Sc
 	rm -f Sources/CoreMLSchema/*.pb.swift
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=Sources/CoreMLSchema -I Schemas/coreml Schemas/coreml/*.proto
+	rm -f Sources/TensorFlowSchema/*.pb.swift
+	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
+	  --swift_out=Sources/TensorFlowSchema -I Schemas/tensorflow Schemas/tensorflow/*.proto
 	python3 Scripts/gen_tflite_tables.py Schemas/tflite/tflite.fbs Sources/ShrinkwrapTFLite/TFLiteSchemaTables.generated.swift
 
-schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated code is current and the schemas match onnx's and coremltools'
+schemas-check: deps venv venv-tf $(PROTOC_GEN_SWIFT) ## prove the committed generated code is current and the schemas match onnx's, coremltools' and TensorFlow's
 	rm -rf $(TOOLS)/gen && mkdir -p $(TOOLS)/gen
 	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
 	  --swift_out=$(TOOLS)/gen -I Schemas/onnx Schemas/onnx/onnx.proto
@@ -92,6 +107,11 @@ schemas-check: deps venv $(PROTOC_GEN_SWIFT) ## prove the committed generated co
 	  --swift_out=$(TOOLS)/gen-coreml -I Schemas/coreml Schemas/coreml/*.proto
 	diff -ru -x README.md Sources/CoreMLSchema $(TOOLS)/gen-coreml && echo "schemas: generated Core ML code is current"
 	$(PY) Scripts/check_coreml_schema.py Schemas/coreml
+	rm -rf $(TOOLS)/gen-tf && mkdir -p $(TOOLS)/gen-tf
+	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --swift_opt=Visibility=Public \
+	  --swift_out=$(TOOLS)/gen-tf -I Schemas/tensorflow Schemas/tensorflow/*.proto
+	diff -ru -x README.md Sources/TensorFlowSchema $(TOOLS)/gen-tf && echo "schemas: generated TensorFlow code is current"
+	$(VENV_TF)/bin/python Scripts/check_tf_schema.py Schemas/tensorflow
 	python3 Scripts/gen_tflite_tables.py Schemas/tflite/tflite.fbs $(TOOLS)/TFLiteSchemaTables.generated.swift
 	diff -u Sources/ShrinkwrapTFLite/TFLiteSchemaTables.generated.swift $(TOOLS)/TFLiteSchemaTables.generated.swift && echo "schemas: generated TFLite tables are current"
 
@@ -112,7 +132,7 @@ FUZZ_DIR  := .build/fuzz
 FUZZ_RUNS ?= 1000000
 FUZZ_LINK ?= -use-ld=lld   # gold prints thousands of harmless ASan "Cannot export local symbol" warnings
 
-fuzz: fuzz-flatbuffers fuzz-tflite fuzz-models ## run every fuzzer, FUZZ_RUNS (1 M) executions each
+fuzz: fuzz-flatbuffers fuzz-tflite fuzz-keras fuzz-models ## run every fuzzer, FUZZ_RUNS (1 M) executions each
 
 $(FUZZ_DIR)/flatbuffers-fuzz: Fuzz/FlatBuffersFuzz/main.swift $(wildcard Sources/FlatBuffers/*.swift)
 	mkdir -p $(FUZZ_DIR)
@@ -144,6 +164,22 @@ fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_R
 	-cp $(TESTDATA)/tflite-metadata/*.tflite $(FUZZ_DIR)/tflite-seeds/ 2>/dev/null
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/tflite-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 	  -artifact_prefix=$(FUZZ_DIR)/tflite- $(FUZZ_DIR)/tflite-corpus $(FUZZ_DIR)/tflite-seeds
+
+# The HDF5 reader as one module: IR + ZipArchive + HDF5 sources without their cross-module imports. Named
+# fuzz-keras because the Keras importer (Sources/ShrinkwrapKeras) joins this harness once it lands.
+KERAS_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/ShrinkwrapIR/Ops/*.swift Sources/ShrinkwrapIR/Passes/*.swift Sources/ZipArchive/*.swift Sources/HDF5/*.swift)
+$(FUZZ_DIR)/keras-fuzz: Fuzz/HDF5Fuzz/main.swift $(KERAS_FUZZ_SOURCES)
+	rm -rf $(FUZZ_DIR)/keras-src && mkdir -p $(FUZZ_DIR)/keras-src
+	for f in $(KERAS_FUZZ_SOURCES); do \
+	  sed -e '/^import ShrinkwrapIR$$/d' -e '/^import ZipArchive$$/d' -e '/^import HDF5$$/d' $$f > $(FUZZ_DIR)/keras-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
+	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -module-name HDF5Fuzz $(FUZZ_LINK) \
+	  $(FUZZ_DIR)/keras-src/*.swift Fuzz/HDF5Fuzz/main.swift -o $@
+
+fuzz-keras: deps $(FUZZ_DIR)/keras-fuzz ## fuzz the HDF5 reader (the Keras importer's base) for FUZZ_RUNS executions (seeds: the HDF5 test fixtures)
+	rm -rf $(FUZZ_DIR)/keras-seeds && mkdir -p $(FUZZ_DIR)/keras-seeds $(FUZZ_DIR)/keras-corpus
+	cp Tests/HDF5Tests/Fixtures/*.h5 $(FUZZ_DIR)/keras-seeds/
+	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/keras-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=81920 \
+	  -artifact_prefix=$(FUZZ_DIR)/keras- $(FUZZ_DIR)/keras-corpus $(FUZZ_DIR)/keras-seeds
 
 # Whole models: the ONNX and Core ML importers, then the interpreter and all three exporters on
 # what imports, as one module on top of SwiftProtobuf, which is compiled from the pinned checkout
@@ -446,6 +482,19 @@ crosscheck-tflite-export: deps venv-tf testdata build ## tf.lite.Interpreter vs 
 	$(VENV_TF)/bin/python Scripts/tflite_export_crosscheck.py --shrinkwrap $(BIN) --fixtures $(TESTDATA)/tflite $(TFLITE_EXPORT_MODELS) $(TESTDATA)/tflite-metadata/*.tflite \
 	  --fixture-modes float --fixture-modes-only "op_*" \
 	  --skip "op_squeeze.float32.tflite=its input has a free inner dimension; the exporter needs fixed shapes beyond the batch axis"
+
+# Keras models saved by Keras 2.12 (.h5) and Keras 3.12 (.keras): the samples' networks, MobileNetV2 and
+# ResNet50 (keras.applications, weights=None, seeded), a stacked LSTM / GRU text model and a branching
+# Functional model; each run by Shrinkwrap and converted to .onnx / .tflite / .mlmodel / .mlpackage,
+# against Keras' own outputs (onnxruntime and tf.lite run theirs; coremltools loads the Core ML files).
+KERAS_CROSSCHECK_STAMP := $(TESTDATA)/keras-crosscheck/.stamp
+$(KERAS_CROSSCHECK_STAMP): Scripts/make_keras_fixtures.py $(VENV_TF)/.stamp $(VENV_KERAS3)/.stamp
+	rm -rf $(@D) && mkdir -p $(@D)
+	$(VENV_TF)/bin/python Scripts/make_keras_fixtures.py $(@D) --set=crosscheck
+	$(VENV_KERAS3)/bin/python Scripts/make_keras_fixtures.py $(@D) --set=crosscheck
+	touch $@
+crosscheck-keras: deps venv venv-tf venv-keras3 build $(KERAS_CROSSCHECK_STAMP) ## Keras' model(x) vs shrinkwrap on .h5 / .keras models and their four conversions (rel <= 1e-4)
+	$(VENV_TF)/bin/python Scripts/keras_crosscheck.py $(TESTDATA)/keras-crosscheck $(BIN) $(PY)
 
 # Every storage form the ONNX writer has: float32 round trip, fp16, int8 / uint8 per tensor and
 # per channel, int4 per channel, per block (integer and fractional zero points), bit-packed

@@ -24,6 +24,9 @@ let package = Package(
         // ZIP archives in memory (no dependencies): read — central directory incl. ZIP64, stored + deflate members,
         // CRC-32 — and a deterministic writer of stored archives. Under .npz files and TFLite metadata's appended files.
         .target(name: "ZipArchive", dependencies: ["ShrinkwrapIR"]),
+        // HDF5 files in memory, read-only and bounds-checked (ours, for Keras' .h5 and model.weights.h5): superblocks,
+        // object headers, old- and new-style groups, attributes, contiguous / compact / chunked datasets (deflate via ZipArchive).
+        .target(name: "HDF5", dependencies: ["ZipArchive"]),
         // SIMD compute kernels in C (SGEMM, depthwise conv, unary math): AVX-512 / AVX2+FMA / portable paths
         // chosen at run time (per-function target attributes, no unsafe flags); no dependencies, no threads.
         .target(name: "CKernels"),
@@ -49,6 +52,18 @@ let package = Package(
         ),
         .target(name: "ShrinkwrapTFLite", dependencies: ["ShrinkwrapIR", "FlatBuffers", "ZipArchive"]),
         .target(
+            name: "TensorFlowSchema",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["README.md"]
+        ),
+        // Keras importer: .h5 (Keras 2, model_config + model_weights) and .keras (Keras 3 zip: config.json + model.weights.h5).
+        .target(name: "ShrinkwrapKeras", dependencies: ["ShrinkwrapIR", "HDF5", "ZipArchive"]),
+        // TensorFlow importer: frozen GraphDef .pb and SavedModel folders (saved_model.pb + the variables tensor bundle).
+        .target(
+            name: "ShrinkwrapTensorFlow",
+            dependencies: ["ShrinkwrapIR", "TensorFlowSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
+        .target(
             name: "ShrinkwrapCoreML",
             dependencies: ["ShrinkwrapIR", "CoreMLSchema", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
@@ -65,8 +80,8 @@ let package = Package(
         ),
         .target(
             name: "Shrinkwrap",
-            dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapTFLite", "ShrinkwrapReport",
-                           "ShrinkwrapData"]
+            dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapTFLite", "ShrinkwrapKeras",
+                           "ShrinkwrapReport", "ShrinkwrapData"]
         ),
         .executableTarget(
             name: "ShrinkwrapCLI",
@@ -93,6 +108,12 @@ let package = Package(
         .testTarget(name: "ShrinkwrapDataTests", dependencies: ["ShrinkwrapData", "ShrinkwrapIR", "ShrinkwrapTestSupport", "ZipArchive"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapCLITests", dependencies: ["Shrinkwrap", "ShrinkwrapData", "ShrinkwrapCompression", "ShrinkwrapIR"]),
         .testTarget(name: "FlatBuffersTests", dependencies: ["FlatBuffers", "ShrinkwrapTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HDF5Tests", dependencies: ["HDF5", "ShrinkwrapTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ShrinkwrapKerasTests", dependencies: ["ShrinkwrapKeras", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport", "ZipArchive"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "ShrinkwrapTensorFlowTests", dependencies: ["ShrinkwrapTensorFlow", "TensorFlowSchema", "ShrinkwrapIR", "ShrinkwrapTestSupport",
+                                                                 .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "ZipArchiveTests", dependencies: ["ZipArchive", "ShrinkwrapTestSupport"]),
         .testTarget(name: "ShrinkwrapTFLiteTests", dependencies: ["ShrinkwrapTFLite", "FlatBuffers", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport",
                                                            "ZipArchive"],

@@ -1,6 +1,7 @@
 import Foundation
 import ShrinkwrapIR
 import ShrinkwrapCoreML
+import ShrinkwrapKeras
 import ShrinkwrapONNX
 import ShrinkwrapTFLite
 import ShrinkwrapRuntime
@@ -32,6 +33,8 @@ public struct ModelFormat: Sendable {
     /// How the format keeps `--input-shape` ranges and enumerated shapes
     /// (`Metadata.flexibleShapes`); nil: it keeps one shape per input.
     public let flexibleShapes: String?
+    /// What the format calls the things `supportedOps` lists ("ops", "layer types", …).
+    public var vocabulary = "ops"
 
     /// What the exporter stores under given options (a deployment target),
     /// when that differs from `storedWeights`; nil: `storedWeights`.
@@ -103,12 +106,12 @@ public enum ModelFormats {
                     exporter: { g, _ in ExportedModel(data: try CoreMLExporter.export(g, preparing: { try ExportPreparation.prepare($0, format: CoreMLExporter.format, keepingLoops: true).graph })) },
                     exportedOps: CoreMLExporter.supportedOps, weightStorage: CoreMLExporter.weightStorage,
                     storedWeights: CoreMLExporter.storedWeights, needsFixedShapes: true,
-                    flexibleShapes: "size ranges or enumerated shapes, when no layer depends on the sizes that vary"),
+                    flexibleShapes: "size ranges or enumerated shapes, when no layer depends on the sizes that vary", vocabulary: "layer types"),
         ModelFormat(name: "tflite", title: TFLiteExporter.format, extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
                     supportedOps: TFLiteImporter.supportedOps,
                     exporter: { g, _ in ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare(g, format: TFLiteExporter.format, keepingLoops: true).graph)) },
                     exportedOps: TFLiteExporter.supportedOps, weightStorage: TFLiteExporter.weightStorage,
-                    storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil),
+                    storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil, vocabulary: "builtin ops"),
         ModelFormat(name: "mlpackage", title: MILExporter.format, extensions: ["mlpackage"], importer: { try MILImporter.importPackage(at: $0) },
                     supportedOps: MILImporter.supportedOps,
                     exporter: { g, o in try ModelFormats.exportPackage(g, o) },
@@ -117,6 +120,10 @@ public enum ModelFormats {
                     storedWeights: MILExporter.storedWeights, needsFixedShapes: true,
                     flexibleShapes: "size ranges or enumerated shapes, when no op depends on the sizes that vary",
                     storedWeightsUnder: { o in o.target.flatMap(MILExporter.Target.init(named:)).map(MILExporter.storedWeights(for:)) }),
+        // Read only: Keras 2 .h5 (model_config + model_weights) and Keras 3 .keras.
+        ModelFormat(name: "keras", title: "Keras", extensions: ["h5", "keras", "hdf5"], importer: { try KerasImporter.importModel(at: $0) },
+                    supportedOps: KerasImporter.supportedLayers, exporter: nil, exportedOps: [], weightStorage: "(read only)",
+                    storedWeights: .everything, needsFixedShapes: false, flexibleShapes: nil, vocabulary: "layer classes"),
     ]
 
     /// The deployment targets an ML Program is written for ("iOS15" …).

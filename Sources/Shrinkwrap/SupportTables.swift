@@ -20,7 +20,7 @@ public enum SupportTables {
         lines.append("|---|---|---|---|---|")
         for f in ModelFormats.all {
             let files = f.extensions.map { "`.\($0)`" }.joined(separator: ", ")
-            var reads = "\(f.supportedOps.count) \(vocabulary(f))"
+            var reads = "\(f.supportedOps.count) \(f.vocabulary)"
             if f.name == "onnx" { reads += ", opsets \(ONNXImporter.supportedOpsets.lowerBound)–\(ONNXImporter.supportedOpsets.upperBound)" }
             let writes = f.exporter == nil ? "—" : "\(f.exportedOps.count) IR ops"
             lines.append("| \(f.title) | \(files) | \(reads) | \(writes) | \(escaped(f.weightStorage)) |")
@@ -41,22 +41,13 @@ public enum SupportTables {
         lines.append("### Ops")
         for f in ModelFormats.all {
             lines.append("")
-            lines.append("**\(f.title) import** (\(f.supportedOps.count) \(vocabulary(f))): \(f.supportedOps.joined(separator: ", "))")
+            lines.append("**\(f.title) import** (\(f.supportedOps.count) \(f.vocabulary)): \(f.supportedOps.joined(separator: ", "))")
             if f.exporter != nil {
                 lines.append("")
                 lines.append("**\(f.title) export** (\(f.exportedOps.count) IR ops): \(f.exportedOps.joined(separator: ", "))")
             }
         }
         return lines.joined(separator: "\n") + "\n"
-    }
-
-    /// What a format calls the things it is made of.
-    static func vocabulary(_ f: ModelFormat) -> String {
-        switch f.name {
-        case "coreml": return "layer types"
-        case "tflite": return "builtin ops"
-        default: return "ops"
-        }
     }
 
     /// Table cells must not end at a "|".

@@ -8,6 +8,9 @@ import ShrinkwrapRuntime
 import ShrinkwrapReport
 
 /// Errors are printed as one line, `shrinkwrap: error: …`, and exit with 1.
+/// What a model argument takes: every format the registry reads.
+let modelArgumentHelp = "The model file (\(ModelFormats.readableExtensions)), or an ML Kit bundle (its folder or manifest.json)."
+
 struct CLIError: UserFacingError {
     let description: String
 }
@@ -45,7 +48,7 @@ struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a model's format, inputs, outputs, ops, weights and metadata.")
 
-    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
+    @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
     @Flag(help: "Print JSON instead of text.")
@@ -79,7 +82,7 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a model on .npy, image or text inputs; write every output as .npy and show the top-5 of class scores (other outputs: their first values).")
 
-    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
+    @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
     @Option(name: .shortAndLong, help: "An input as NAME=FILE (or just FILE for a single-input model): .npy, or a PNG / JPEG image. Repeat for more inputs.")
@@ -149,7 +152,7 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Time inference: ms per run on your inputs (--input, --data), else on seeded random ones (dims that are not fixed become 1 unless --input-shape pins them).")
 
-    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
+    @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
     @Option(help: "Timed runs after warm-up.")
@@ -299,7 +302,7 @@ struct Compress: ParsableCommand {
         abstract: "Compress a model's weights and print what happened to each one.",
         discussion: "Modes:\n" + WeightCodecs.help)
 
-    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
+    @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
     @OptionGroup var compression: CompressionFlags
@@ -349,7 +352,7 @@ struct Convert: ParsableCommand {
         Modes:
         """ + WeightCodecs.help)
 
-    @Argument(help: "The model file (.onnx, .tflite, .mlmodel), or an ML Kit bundle (its folder or manifest.json).")
+    @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The converted model (\(ModelFormats.writableExtensions))."))

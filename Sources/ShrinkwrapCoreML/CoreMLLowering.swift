@@ -7,6 +7,8 @@ enum CoreMLLowering {
     static let pipeline = LoweringPipeline([
         // NeuralNetwork has a hard-sigmoid activation but no hard-swish.
         .decomposeHardSwish,
+        // …and a sigmoid activation but no swish.
+        .decomposeSwish,
         // The pooling layer's global pooling covers [N, C, H, W] only.
         .globalPoolAsReduction(keepingRanks: [4]),
         // The PReLU activation takes one slope or one per channel (axis −3).

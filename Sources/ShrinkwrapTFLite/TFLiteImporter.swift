@@ -305,7 +305,7 @@ struct TFLiteContext {
         for name in constantOrder where read.contains(name) {
             if let c = constants[name] { graph.setConstant(c) }
         }
-        graph.nodes = TFLiteContext.cancelTransposes(nodes, keep: outputNames)
+        graph.nodes = nodes.cancellingInverseTransposes(keeping: outputNames)
         graph.metadata.docString = m.description
         for (key, b) in m.metadata where key == "min_runtime_version" && b < m.buffers.count {
             let text = String(decoding: m.buffers[b].prefix { $0 != 0 }, as: UTF8.self)
@@ -390,40 +390,5 @@ struct TFLiteContext {
         case 10: return .float64
         default: return nil
         }
-    }
-
-    /// Removes Transpose pairs that undo each other (NCHW → NHWC → NCHW
-    /// between two layout-sensitive ops) when the middle value has no other reader.
-    static func cancelTransposes(_ nodes: [Node], keep: Set<String>) -> [Node] {
-        var nodes = nodes
-        var changed = true
-        while changed {
-            changed = false
-            var readers: [String: Int] = [:]
-            var producer: [String: Int] = [:]
-            for (k, n) in nodes.enumerated() {
-                for i in n.inputs { readers[i, default: 0] += 1 }
-                for o in n.outputs { producer[o] = k }
-            }
-            for (k, n) in nodes.enumerated() where n.opType == "Transpose" {
-                guard let mid = n.inputs.first, let p = producer[mid], nodes[p].opType == "Transpose",
-                      readers[mid] == 1, !keep.contains(mid),
-                      case .ints(let a)? = nodes[p].attributes["perm"], case .ints(let b)? = n.attributes["perm"],
-                      a.count == b.count, b.indices.allSatisfy({ a[b[$0]] == $0 }),
-                      let source = nodes[p].inputs.first, let out = n.outputs.first else { continue }
-                // out == source: rename readers of `out` to `source`, unless `out` is a graph output.
-                if keep.contains(out) {
-                    nodes[k] = Node(name: n.name, opType: "Identity", inputs: [source], outputs: [out])
-                    nodes.remove(at: p)
-                } else {
-                    for j in nodes.indices { nodes[j].inputs = nodes[j].inputs.map { $0 == out ? source : $0 } }
-                    nodes.remove(at: max(k, p))
-                    nodes.remove(at: min(k, p))
-                }
-                changed = true
-                break
-            }
-        }
-        return nodes
     }
 }

@@ -21,6 +21,8 @@ enum TFLiteLowering {
         // hard-sigmoid op).
         .decomposeBatchNorm,
         .decomposeHardSigmoid,
+        // No SWISH builtin either (TensorFlow's converter writes LOGISTIC + MUL too).
+        .decomposeSwish,
         // TFLite has no ScatterElements: a scatter into zeros (SCATTER_ND) and a SELECT_V2.
         .scatterElementsAsScatterND,
         .wrapChannelsLast(ops: spatialOps, prefix: "NHWC."),

@@ -106,7 +106,7 @@ extension TFLiteContext {
         used = sub.used
         counter = sub.counter
         inlinedOps = sub.inlinedOps
-        return (TFLiteContext.cancelTransposes(sub.nodes, keep: Set(outs)), constants, outs)
+        return (sub.nodes.cancellingInverseTransposes(keeping: Set(outs)), constants, outs)
     }
 
     /// Takes an inlined subgraph's nodes and constants into the graph being built.

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Write the TensorFlow fixtures of Tests/ShrinkwrapTensorFlowTests (run with .venv-tf/bin/python, TF 2.12).
+
+  module/             a SavedModel of a seeded tf.Module: a small dense layer behind a
+                      `serving_default` signature (input "x" [None, 4] float32, output "y"), and
+                      variables of every dtype the bundle reader decodes (float32, float16, bfloat16,
+                      float64, int8 ... int64, uint8 ... uint64, bool; a scalar, an empty one)
+  many/               a checkpoint of 300 small float32 variables (tf.train.Checkpoint) whose index
+                      is rewritten in 4 KiB blocks: TensorFlow writes 256 KiB blocks, so its own
+                      index of it is one block; ours has several, and TensorFlow's checkpoint reader
+                      is made to read it back here, every tensor equal to the original
+  frozen.pb           the serving function as a frozen GraphDef (variables folded into Const nodes)
+  expected.json       every bundle entry: dtype, shape and values (as strings, exact), the signature's
+                      inputs and outputs, the block counts of both indexes
+
+usage: make_tf_fixtures.py OUT_DIR   (default: Tests/ShrinkwrapTensorFlowTests/Fixtures)
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2  # noqa: E402
+
+SEED = 20240611
+MANY = 300
+TABLE_MAGIC = 0xDB4775248B80FB57
+
+
+# --- the model -----------------------------------------------------------------------------
+
+class Model(tf.Module):
+    def __init__(self, rng):
+        super().__init__(name="model")
+        self.kernel = tf.Variable(rng.standard_normal((4, 3)).astype(np.float32), name="kernel")
+        self.bias = tf.Variable(rng.standard_normal(3).astype(np.float32), name="bias")
+        self.half = tf.Variable(rng.standard_normal((2, 3)).astype(np.float16), name="half")
+        self.brain = tf.Variable(tf.constant([1.5, -2.25, 3.0e10], tf.bfloat16), name="brain")
+        self.wide = tf.Variable(np.array([np.pi, -1e-300, 1e300], np.float64), name="wide")
+        self.counts = tf.Variable(np.array([0, -1, 2**40 + 3, -(2**62) - 7, 2**63 - 1], np.int64), name="counts")
+        self.i32 = tf.Variable(np.array([[-(2**31), 2**31 - 1], [5, -6]], np.int32), name="i32")
+        self.i16 = tf.Variable(np.array([-32768, 32767, 12], np.int16), name="i16")
+        self.i8 = tf.Variable(np.array([-128, 127, 0, -3], np.int8), name="i8")
+        self.u8 = tf.Variable(np.array([0, 255, 128], np.uint8), name="u8")
+        self.flags = tf.Variable(np.array([True, False, True]), name="flags")
+        self.scalar = tf.Variable(np.float32(0.25), name="scalar")
+        self.empty = tf.Variable(np.zeros((0, 3), np.float32), name="empty")
+        self.u16 = tf.Variable(np.array([0, 1, 65535], np.uint16), name="u16")
+        self.u32 = tf.Variable(np.array([0, 7, 4294967295], np.uint32), name="u32")
+        self.u64 = tf.Variable(np.array([0, 9, 2**63 + 5], np.uint64), name="u64")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def __call__(self, x):
+        return {"y": tf.nn.relu(tf.matmul(x, self.kernel) + self.bias)}
+
+
+# --- values as exact strings ---------------------------------------------------------------
+
+def value_strings(array):
+    if array.dtype == np.bool_:
+        return ["true" if v else "false" for v in array.reshape(-1)]
+    if array.dtype.kind in "iu":
+        return [str(int(v)) for v in array.reshape(-1)]
+    return [repr(float(v)) for v in array.astype(np.float64).reshape(-1)]
+
+
+def expected_entries(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    dtypes = reader.get_variable_to_dtype_map()
+    entries = {}
+    for key, shape in sorted(reader.get_variable_to_shape_map().items()):
+        dtype = dtypes[key]
+        if dtype == tf.string:
+            entries[key] = {"dtype": "string", "shape": list(shape)}
+            continue
+        value = reader.get_tensor(key)
+        if dtype == tf.bfloat16:
+            value = np.asarray(value).astype(np.float32)
+        entries[key] = {"dtype": dtype.name, "shape": list(shape), "values": value_strings(np.asarray(value))}
+    return entries
+
+
+# --- an SSTable writer (LevelDB's table format, as TensorFlow's table builder writes it) ----
+
+CRC_TABLE = []
+for n in range(256):
+    c = n
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    CRC_TABLE.append(c)
+
+
+def masked_crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def varint(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def block(entries, restart_interval):
+    out, restarts, previous = bytearray(), [], b""
+    for i, (key, value) in enumerate(entries):
+        shared = 0
+        if i % restart_interval == 0:
+            restarts.append(len(out))
+        else:
+            while shared < min(len(key), len(previous)) and key[shared] == previous[shared]:
+                shared += 1
+        out += varint(shared) + varint(len(key) - shared) + varint(len(value)) + key[shared:] + value
+        previous = key
+    for r in restarts or [0]:
+        out += struct.pack("<I", r)
+    out += struct.pack("<I", len(restarts or [0]))
+    return bytes(out)
+
+
+def write_table(path, entries, block_size):
+    """entries: sorted (key, value) byte pairs. Returns how many data blocks were written."""
+    data, index, pending = bytearray(), [], []
+
+    def flush(contents_entries, restart_interval):
+        contents = block(contents_entries, restart_interval)
+        handle = varint(len(data)) + varint(len(contents))
+        data.extend(contents + b"\x00" + struct.pack("<I", masked_crc32c(contents + b"\x00")))
+        return handle
+
+    size = 0
+    for key, value in entries:
+        pending.append((key, value))
+        size += len(key) + len(value) + 8
+        if size >= block_size:
+            index.append((key, flush(pending, 16)))
+            pending, size = [], 0
+    if pending:
+        index.append((pending[-1][0], flush(pending, 16)))
+    metaindex = flush([], 16)
+    index_handle = flush(index, 1)
+    footer = (metaindex + index_handle).ljust(40, b"\x00") + struct.pack("<Q", TABLE_MAGIC)
+    with open(path, "wb") as f:
+        f.write(bytes(data) + footer)
+    return len(index)
+
+
+def read_table(path):
+    """(key, value) pairs and the data block count of an uncompressed table (to re-block it)."""
+    raw = open(path, "rb").read()
+    assert struct.unpack("<Q", raw[-8:])[0] == TABLE_MAGIC
+
+    def uvarint(buf, pos):
+        shift = result = 0
+        while True:
+            b = buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return result, pos
+
+    def entries_of(offset, size):
+        contents = raw[offset:offset + size]
+        assert raw[offset + size] == 0, "compressed block"
+        restarts = struct.unpack("<I", contents[-4:])[0]
+        end, pos, key, out = len(contents) - 4 - 4 * restarts, 0, b"", []
+        while pos < end:
+            shared, pos = uvarint(contents, pos)
+            unshared, pos = uvarint(contents, pos)
+            length, pos = uvarint(contents, pos)
+            key = key[:shared] + contents[pos:pos + unshared]
+            pos += unshared
+            out.append((key, contents[pos:pos + length]))
+            pos += length
+        return out
+
+    footer = raw[-48:]
+    _, pos = uvarint(footer, 0)
+    _, pos = uvarint(footer, pos)
+    index_offset, pos = uvarint(footer, pos)
+    index_size, _ = uvarint(footer, pos)
+    pairs, blocks = [], entries_of(index_offset, index_size)
+    for _, handle in blocks:
+        offset, p = uvarint(handle, 0)
+        size, _ = uvarint(handle, p)
+        pairs += entries_of(offset, size)
+    return pairs, len(blocks)
+
+
+# --- main ----------------------------------------------------------------------------------
+
+def write_many(rng, out, tmp):
+    """A plain checkpoint of MANY small variables, its index re-blocked; TensorFlow must read it back."""
+    many = [tf.Variable(rng.standard_normal(i % 3 + 1).astype(np.float32), name="many_%d" % i) for i in range(MANY)]
+    tf_prefix = tf.train.Checkpoint(many=many).write(os.path.join(tmp, "many"))
+    pairs, tf_blocks = read_table(tf_prefix + ".index")
+    folder = os.path.join(out, "many")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    prefix = os.path.join(folder, "variables")
+    blocks = write_table(prefix + ".index", pairs, 4096)
+    shutil.copyfile(tf_prefix + ".data-00000-of-00001", prefix + ".data-00000-of-00001")
+    entries = expected_entries(prefix)
+    if entries != expected_entries(tf_prefix):
+        sys.exit("TensorFlow reads the re-blocked index differently")
+    if tf_blocks != 1 or blocks < 3:
+        sys.exit("index blocks: TensorFlow's %d, re-blocked %d; the tests want 1 and several" % (tf_blocks, blocks))
+    return entries, blocks
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "Tests/ShrinkwrapTensorFlowTests/Fixtures"
+    rng = np.random.default_rng(SEED)
+    model = Model(rng)
+    function = model.__call__.get_concrete_function()
+    saved = os.path.join(out, "module")
+    shutil.rmtree(saved, ignore_errors=True)
+    tf.saved_model.save(model, saved, signatures={"serving_default": function})
+    _, module_blocks = read_table(os.path.join(saved, "variables", "variables.index"))
+    with tempfile.TemporaryDirectory() as tmp:
+        many, many_blocks = write_many(rng, out, tmp)
+
+    frozen = convert_variables_to_constants_v2(function).graph.as_graph_def()
+    with open(os.path.join(out, "frozen.pb"), "wb") as f:
+        f.write(frozen.SerializeToString(deterministic=True))
+
+    signature = tf.saved_model.load(saved).signatures["serving_default"]
+    expected = {
+        "seed": SEED,
+        "tensorflow": tf.__version__,
+        "module": expected_entries(os.path.join(saved, "variables", "variables")),
+        "many": many,
+        "signature": {
+            "inputs": {k: v.name for k, v in signature.structured_input_signature[1].items()},
+            "outputs": sorted(signature.structured_outputs),
+        },
+        "kernel": value_strings(model.kernel.numpy()),
+        "index_blocks": {"module": module_blocks, "many": many_blocks},
+    }
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote %s: %d + %d entries; index blocks %d and %d" % (out, len(expected["module"]), len(many), module_blocks, many_blocks))
+
+
+if __name__ == "__main__":
+    main()
