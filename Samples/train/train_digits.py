@@ -63,12 +63,8 @@ def images():
     return np.round(blurred).clip(0, 255).astype(np.uint8), d.target.astype(np.int32)
 
 
-def main():
-    out = start(__doc__, 3, "images", "automl", "test")
-
-    pixels, labels = images()
-    x = pixels.astype(np.float32)[..., None] / 255.0
-    xtr, ytr, xte, yte = x[:-300], labels[:-300], x[-300:], labels[-300:]
+def build_model():
+    """The digits CNN (Samples/train/keras_sources.py builds it too)."""
     inp = tf.keras.Input(shape=(SIZE, SIZE, 1), batch_size=1, name="image")
     h = tf.keras.layers.Conv2D(8, 3, activation="relu", padding="same", name="conv1")(inp)
     h = tf.keras.layers.MaxPooling2D(2, name="pool1")(h)
@@ -76,7 +72,16 @@ def main():
     h = tf.keras.layers.MaxPooling2D(2, name="pool2")(h)
     h = tf.keras.layers.Flatten(name="flatten")(h)
     y = tf.keras.layers.Dense(10, activation="softmax", name="digit")(h)
-    model = tf.keras.Model(inp, y, name="digits")
+    return tf.keras.Model(inp, y, name="digits")
+
+
+def main():
+    out = start(__doc__, 3, "images", "automl", "test")
+
+    pixels, labels = images()
+    x = pixels.astype(np.float32)[..., None] / 255.0
+    xtr, ytr, xte, yte = x[:-300], labels[:-300], x[-300:], labels[-300:]
+    model = build_model()
     # The Input's batch of 1 is for the exported files; train the same layers with a free batch.
     free = tf.keras.Sequential([tf.keras.Input(shape=(SIZE, SIZE, 1))] + model.layers[1:])
     free.compile(optimizer=tf.keras.optimizers.Adam(0.003), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -84,6 +89,7 @@ def main():
     _, acc = free.evaluate(xte, yte, batch_size=100, verbose=0)
     print(f"digits: {len(xtr)} training images, test accuracy {acc:.3f} on {len(xte)}")
 
+    model.save(os.path.join(out, "digits.h5"))  # the Keras source (Keras 2 HDF5)
     with open(os.path.join(out, "labels.txt"), "w") as f:
         f.write("\n".join(LABELS) + "\n")
     plain = tf.lite.TFLiteConverter.from_keras_model(model).convert()

@@ -20,14 +20,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sample_common import start, tflite_to_onnx, write_mlmodel  # noqa: E402
 
 
+def build_model():
+    """One Dense unit (Samples/train/keras_sources.py builds it too)."""
+    inp = tf.keras.Input(shape=(1,), name="x")  # free batch: run takes any number of rows
+    out_t = tf.keras.layers.Dense(1, name="y")(inp)
+    return tf.keras.Model(inp, out_t, name="linear")
+
+
 def main():
     out = start(__doc__, 1)
 
     x = np.arange(-4, 4.01, 0.5, dtype=np.float32).reshape(-1, 1)
     y = 2 * x - 1
-    inp = tf.keras.Input(shape=(1,), name="x")  # free batch: run takes any number of rows
-    out_t = tf.keras.layers.Dense(1, name="y")(inp)
-    model = tf.keras.Model(inp, out_t, name="linear")
+    model = build_model()
     model.compile(optimizer=tf.keras.optimizers.SGD(0.02), loss="mse")
     for _ in range(40):
         model.fit(x, y, epochs=25, batch_size=len(x), verbose=0)
@@ -38,6 +43,7 @@ def main():
     if abs(w - 2) >= 1e-3 or abs(b + 1) >= 1e-3:
         sys.exit("linear: did not converge to y = 2x - 1")
 
+    model.save(os.path.join(out, "linear.h5"))  # the Keras source (Keras 2 HDF5)
     with open(os.path.join(out, "linear.tflite"), "wb") as f:
         f.write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
     tflite_to_onnx(os.path.join(out, "linear.tflite"), os.path.join(out, "linear.onnx"), doc="y = 2x - 1")

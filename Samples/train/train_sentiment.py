@@ -218,6 +218,15 @@ def encode(sentence, vocab):
     return ids + [vocab["<PAD>"]] * (SEQ_LEN - len(ids))
 
 
+def build_model(vocab_size):
+    """Word ids → embedding average → softmax (Samples/train/keras_sources.py builds it too)."""
+    inp = tf.keras.Input(shape=(SEQ_LEN,), dtype=tf.int32, batch_size=1, name="input_ids")
+    h = tf.keras.layers.Embedding(vocab_size, EMBED, name="embedding")(inp)
+    h = tf.keras.layers.GlobalAveragePooling1D(name="average")(h)
+    y = tf.keras.layers.Dense(2, activation="softmax", name="sentiment")(h)
+    return tf.keras.Model(inp, y, name="sentiment")
+
+
 def main():
     out = start(__doc__, 7)
 
@@ -227,11 +236,7 @@ def main():
     vocab = vocabulary(sentences)
     x = np.array([encode(s, vocab) for s in sentences], dtype=np.int32)
 
-    inp = tf.keras.Input(shape=(SEQ_LEN,), dtype=tf.int32, batch_size=1, name="input_ids")
-    h = tf.keras.layers.Embedding(len(vocab), EMBED, name="embedding")(inp)
-    h = tf.keras.layers.GlobalAveragePooling1D(name="average")(h)
-    y = tf.keras.layers.Dense(2, activation="softmax", name="sentiment")(h)
-    model = tf.keras.Model(inp, y, name="sentiment")
+    model = build_model(len(vocab))
     model.compile(optimizer=tf.keras.optimizers.Adam(0.02), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(x, labels, epochs=EPOCHS, batch_size=8, shuffle=True, verbose=0)
     _, acc = model.evaluate(x, labels, batch_size=8, verbose=0)
@@ -247,6 +252,7 @@ def main():
         p = model.predict(np.array([encode(s, vocab)], dtype=np.int32), verbose=0)[0]
         print(f"  {'positive' if p[1] > p[0] else 'negative'} {p[1]:.3f}  {s}")
 
+    model.save(os.path.join(out, "sentiment.h5"))  # the Keras source (Keras 2 HDF5)
     with open(os.path.join(out, "vocab.txt"), "w") as f:
         f.writelines(f"{w} {i}\n" for w, i in vocab.items())
     with open(os.path.join(out, "labels.txt"), "w") as f:
