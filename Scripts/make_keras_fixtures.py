@@ -4,8 +4,8 @@
 Run with the TensorFlow venv (TF 2.12, tf.keras = Keras 2) to write Keras 2 `.h5`
 files, and with the Keras 3 venv (KERAS_BACKEND=jax) to write `.keras` files:
 
-    .venv-tf/bin/python Scripts/make_keras_fixtures.py OUT_DIR [--set=fixtures|crosscheck]
-    .venv-keras3/bin/python Scripts/make_keras_fixtures.py OUT_DIR [--set=fixtures|crosscheck]
+    .venv-tf/bin/python Scripts/make_keras_fixtures.py OUT_DIR [--set=fixtures|crosscheck] [--only=FUNCTION]
+    .venv-keras3/bin/python Scripts/make_keras_fixtures.py OUT_DIR [--set=fixtures|crosscheck] [--only=FUNCTION]
 
 For every model NAME it writes NAME.h5 or NAME.keras and NAME.<ext>.json:
 {"inputs": [{"name", "shape", "dtype", "data"}], "outputs": [{"shape", "data"}]}
@@ -127,7 +127,21 @@ def nested():
     return model, [(None, (2, 5), "float32")]
 
 
-MODELS = [functional_branches, sequential_activations, shapes_and_merges, recurrent_text, nested]
+def keras3_activations():
+    """Keras 3's activations that Keras 2 does not have (written by the Keras 3 venv only). Not glu:
+    an Activation layer declares its output shape as its input's, so Keras cannot build a model
+    around one that halves the last axis."""
+    acts = ["relu6", "leaky_relu", "celu", "squareplus", "soft_shrink", "sparse_plus", "silu", "tanh_shrink",
+            "sparse_sigmoid", "hard_silu", "hard_tanh", "hard_shrink", "mish", "log_softmax", "log_sigmoid", "hard_sigmoid"]
+    inp = keras.Input((8,), name="x")
+    x = inp
+    for a in acts:
+        x = L.Dense(8, name="dense_%s" % a)(x)
+        x = L.Activation(a, name="act_%s" % a)(x)
+    return keras.Model(inp, x, name="activations3"), [("x", (3, 8), "float32")]
+
+
+MODELS = [functional_branches, sequential_activations, shapes_and_merges, recurrent_text, nested] + ([keras3_activations] if KERAS3 else [])
 
 
 # The cross-check's larger set (`make crosscheck-keras`; not committed): the samples' networks,
@@ -190,7 +204,11 @@ def main():
     out = args[0]
     os.makedirs(out, exist_ok=True)
     ext = "keras" if KERAS3 else "h5"
+    only = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")), None)
+    args = [a for a in args if not a.startswith("--only=")]
     for make in SETS[which]:
+        if only and make.__name__ != only:
+            continue
         rng = np.random.default_rng(7)
         model, specs = make()
         randomize(model, rng)

@@ -49,12 +49,42 @@ enum KerasLayers {
         case "leaky_relu": return op("LeakyRelu", ["alpha": .float(0.2)])
         case "celu": return op("Celu", ["alpha": .float(1)])
         case "relu6": return clip(&c, x, 0, 6, out: out)
+        case "hard_tanh": return clip(&c, x, -1, 1, out: out)
+        case "sparse_sigmoid": return op("HardSigmoid", ["alpha": .float(0.5), "beta": .float(0.5)])
+        case "soft_shrink": return op("Shrink", ["bias": .float(0.5), "lambd": .float(0.5)])
+        case "hard_shrink": return op("Shrink", ["bias": .float(0), "lambd": .float(0.5)])
+        case "tanh_shrink", "log_sigmoid", "squareplus", "sparse_plus": return try composite(&c, call, named: name, x)
         case "gelu": return op("Gelu", ["approximate": .string("none")])  // Keras 2 and 3: approximate=False
         case "hard_sigmoid":
             // Keras 2: clip(0.2 x + 0.5); Keras 3: relu6(x + 3) / 6.
             return c.isKeras3 ? op("HardSigmoid", ["alpha": .float(1.0 / 6), "beta": .float(0.5)])
                               : op("HardSigmoid", ["alpha": .float(0.2), "beta": .float(0.5)])
         default: throw c.unsupported(call, "activation '\(name)'")
+        }
+    }
+
+    /// Keras 3's activations without an IR op, from element-wise ones (defaults as Keras': squareplus b = 4).
+    static func composite(_ c: inout KerasContext, _ call: KerasCall, named name: String, _ x: KValue) throws -> KValue {
+        let out = call.outputName
+        func k(_ v: Float) -> String { c.constant(out + "/const", .scalar(v)) }
+        func e(_ op: String, _ ins: [String], _ attrs: [String: Attribute] = [:], last: Bool = false) -> String {
+            c.emit(op, ins, attrs, out: last ? out : out + "/" + op.lowercased())
+        }
+        switch name {
+        case "tanh_shrink":  // x − tanh(x)
+            return KValue(name: e("Sub", [x.name, e("Tanh", [x.name])], last: true), shape: x.shape)
+        case "log_sigmoid":  // −softplus(−x)
+            return KValue(name: e("Neg", [e("Softplus", [e("Neg", [x.name])])], last: true), shape: x.shape)
+        case "squareplus":  // (x + √(x² + 4)) / 2
+            let root = e("Sqrt", [e("Add", [e("Mul", [x.name, x.name]), k(4)])])
+            return KValue(name: e("Mul", [e("Add", [x.name, root]), k(0.5)], last: true), shape: x.shape)
+        case "sparse_plus":  // 0 below −1, (x + 1)² / 4 between, x above 1: (clip(x, −1, 1) + 1)² / 4, then x where x > 1
+            let clipped = clip(&c, x, -1, 1, out: out + "/clipped").name
+            let q = e("Mul", [e("Mul", [e("Add", [clipped, k(1)]), e("Add", [clipped, k(1)])]), k(0.25)])
+            let above = e("Greater", [x.name, k(1)])
+            return KValue(name: e("Where", [above, x.name, q], last: true), shape: x.shape)
+        default:
+            throw c.unsupported(call, "activation '\(name)'")
         }
     }
 
