@@ -165,9 +165,9 @@ fuzz-tflite: deps $(FUZZ_DIR)/tflite-fuzz ## fuzz the TFLite importer for FUZZ_R
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/tflite-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 	  -artifact_prefix=$(FUZZ_DIR)/tflite- $(FUZZ_DIR)/tflite-corpus $(FUZZ_DIR)/tflite-seeds
 
-# The HDF5 reader as one module: IR + ZipArchive + HDF5 sources without their cross-module imports. Named
-# fuzz-keras because the Keras importer (Sources/ShrinkwrapKeras) joins this harness once it lands.
-KERAS_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/ShrinkwrapIR/Ops/*.swift Sources/ShrinkwrapIR/Passes/*.swift Sources/ZipArchive/*.swift Sources/HDF5/*.swift)
+# The Keras importer and the HDF5 reader as one module: IR + ZipArchive + HDF5 + Keras sources without
+# their cross-module imports.
+KERAS_FUZZ_SOURCES := $(wildcard Sources/ShrinkwrapIR/*.swift Sources/ShrinkwrapIR/Ops/*.swift Sources/ShrinkwrapIR/Passes/*.swift Sources/ZipArchive/*.swift Sources/HDF5/*.swift Sources/ShrinkwrapKeras/*.swift)
 $(FUZZ_DIR)/keras-fuzz: Fuzz/HDF5Fuzz/main.swift $(KERAS_FUZZ_SOURCES)
 	rm -rf $(FUZZ_DIR)/keras-src && mkdir -p $(FUZZ_DIR)/keras-src
 	for f in $(KERAS_FUZZ_SOURCES); do \
@@ -175,10 +175,10 @@ $(FUZZ_DIR)/keras-fuzz: Fuzz/HDF5Fuzz/main.swift $(KERAS_FUZZ_SOURCES)
 	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -module-name HDF5Fuzz $(FUZZ_LINK) \
 	  $(FUZZ_DIR)/keras-src/*.swift Fuzz/HDF5Fuzz/main.swift -o $@
 
-fuzz-keras: deps $(FUZZ_DIR)/keras-fuzz ## fuzz the HDF5 reader (the Keras importer's base) for FUZZ_RUNS executions (seeds: the HDF5 test fixtures)
+fuzz-keras: deps $(FUZZ_DIR)/keras-fuzz ## fuzz the Keras importer and its HDF5 reader for FUZZ_RUNS executions (seeds: the HDF5 and Keras test fixtures)
 	rm -rf $(FUZZ_DIR)/keras-seeds && mkdir -p $(FUZZ_DIR)/keras-seeds $(FUZZ_DIR)/keras-corpus
-	cp Tests/HDF5Tests/Fixtures/*.h5 $(FUZZ_DIR)/keras-seeds/
-	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/keras-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=81920 \
+	cp Tests/HDF5Tests/Fixtures/*.h5 Tests/ShrinkwrapKerasTests/Fixtures/*.h5 Tests/ShrinkwrapKerasTests/Fixtures/*.keras $(FUZZ_DIR)/keras-seeds/
+	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/keras-fuzz -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
 	  -artifact_prefix=$(FUZZ_DIR)/keras- $(FUZZ_DIR)/keras-corpus $(FUZZ_DIR)/keras-seeds
 
 # Whole models: the ONNX and Core ML importers, then the interpreter and all three exporters on

@@ -81,7 +81,7 @@ let package = Package(
         .target(
             name: "Shrinkwrap",
             dependencies: ["ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapCompression", "ShrinkwrapONNX", "ShrinkwrapCoreML", "ShrinkwrapTFLite", "ShrinkwrapKeras",
-                           "ShrinkwrapReport", "ShrinkwrapData"]
+                           "ShrinkwrapReport", "ShrinkwrapData", "ShrinkwrapTensorFlow"]
         ),
         .executableTarget(
             name: "ShrinkwrapCLI",
@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "HDF5Tests", dependencies: ["HDF5", "ShrinkwrapTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ShrinkwrapKerasTests", dependencies: ["ShrinkwrapKeras", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport", "ZipArchive"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "ShrinkwrapTensorFlowTests", dependencies: ["ShrinkwrapTensorFlow", "TensorFlowSchema", "ShrinkwrapIR", "ShrinkwrapTestSupport",
+        .testTarget(name: "ShrinkwrapTensorFlowTests", dependencies: ["ShrinkwrapTensorFlow", "TensorFlowSchema", "ShrinkwrapIR", "ShrinkwrapRuntime", "ShrinkwrapTestSupport",
                                                                  .product(name: "SwiftProtobuf", package: "swift-protobuf")],
                     exclude: ["Fixtures"]),
         .testTarget(name: "ZipArchiveTests", dependencies: ["ZipArchive", "ShrinkwrapTestSupport"]),

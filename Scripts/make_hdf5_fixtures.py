@@ -3,15 +3,17 @@
 
     .venv-tf/bin/python Scripts/make_hdf5_fixtures.py [Tests/HDF5Tests/Fixtures]
 
-Files (each small; together well under 200 KB):
-  earliest.h5     libver 'earliest': superblock 1 (B-tree K 4), v1 object headers, symbol-table groups (1, 9
-                  and 100 members), layout v3 (compact, contiguous, chunked with multi-level v1 B-trees), old-style fill values
+Files (about 230 KB with expected.json; the same bytes on every run: no object times):
+  earliest.h5     libver 'earliest': superblock 1 (B-tree K 4), v1 object headers with continuations, symbol-table
+                  groups (1, 9 and 100 members, a soft link), layout v3 (compact, contiguous, chunked with
+                  multi-level v1 B-trees), filter pipeline v1, attribute messages v1, a committed datatype
   latest.h5       libver 'latest': superblock 3, v2 object headers, link messages, dense links (fractal heap +
-                  v2 B-tree), dense attributes, layout v4 chunk indexes (single chunk, implicit, fixed array,
-                  extensible array with a secondary block, v2 B-tree)
+                  v2 B-tree), dense attributes, layout v4 / v5 chunk indexes (single chunk, implicit, fixed
+                  array, extensible array with a secondary block, v2 B-tree records 10 and 11), soft and
+                  external links, a committed datatype
   dense_attr.h5   libver 'latest', an attribute over 64 KiB (a huge object in the dense attribute heap), after
                   a 512-byte user block
-  offsets4.h5     4-byte addresses and lengths
+  offsets4.h5     4-byte addresses and lengths (superblock 2, an "OCHK" continuation block)
   keras_tiny.h5   tf.keras Sequential (Dense 3->4 relu, Dense 4->2), model.save(..., save_format="h5"):
                   h5py's defaults (superblock 0, default B-tree K)
 

@@ -12,8 +12,17 @@
   frozen.pb           the serving function as a frozen GraphDef (variables folded into Const nodes)
   expected.json       every bundle entry: dtype, shape and values (as strings, exact), the signature's
                       inputs and outputs, the block counts of both indexes
+  models/NAME/        for each small seeded model (cnn, mlp, shapes: Keras `model.save(dir)`; resize:
+                      `tf.saved_model.save` of a tf.Module): the SavedModel (keras_metadata.pb and
+                      fingerprint.pb left out: the importer does not read them)
+  models/NAME.pb      the same function frozen (convert_variables_to_constants_v2)
+  models/models.json  per model: the signature's input and output keys, the frozen graph's
+                      placeholder and output node names, a seeded input and TensorFlow's outputs
+  models/while.pb     a frozen graph with a While loop, a made-up op ("ShrinkwrapMadeUp") and
+                      control flow, for the unsupported-op list (not runnable)
 
-usage: make_tf_fixtures.py OUT_DIR   (default: Tests/ShrinkwrapTensorFlowTests/Fixtures)
+usage: make_tf_fixtures.py [--models] OUT_DIR   (default: Tests/ShrinkwrapTensorFlowTests/Fixtures;
+       --models writes only models/)
 """
 import json
 import os
@@ -26,6 +35,7 @@ import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
+from tensorflow.core.protobuf import saved_model_pb2  # noqa: E402
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2  # noqa: E402
 
 SEED = 20240611
@@ -222,7 +232,11 @@ def write_many(rng, out, tmp):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "Tests/ShrinkwrapTensorFlowTests/Fixtures"
+    args = [a for a in sys.argv[1:] if a != "--models"]
+    out = args[0] if args else "Tests/ShrinkwrapTensorFlowTests/Fixtures"
+    write_models(os.path.join(out, "models"))
+    if "--models" in sys.argv:
+        return
     rng = np.random.default_rng(SEED)
     model = Model(rng)
     function = model.__call__.get_concrete_function()
@@ -254,6 +268,176 @@ def main():
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
     print("wrote %s: %d + %d entries; index blocks %d and %d" % (out, len(expected["module"]), len(many), module_blocks, many_blocks))
+
+# --- models for the importer ---------------------------------------------------------------
+
+def keras_cnn():
+    L = tf.keras.layers
+    x = tf.keras.Input((12, 12, 3), name="image")
+    y = L.Conv2D(8, 3, strides=2, padding="same")(x)
+    y = L.BatchNormalization()(y)
+    y = L.ReLU()(y)
+    y = L.DepthwiseConv2D(3, padding="same", depth_multiplier=2)(y)
+    y = L.ReLU(max_value=6.0)(y)
+    y = L.MaxPooling2D(2, padding="same")(y)
+    y = L.Conv2D(6, 2, padding="valid", activation="elu", dilation_rate=1)(y)
+    y = L.AveragePooling2D(2, strides=1, padding="same")(y)
+    y = L.GlobalAveragePooling2D()(y)
+    y = L.Dense(5, activation="softmax")(y)
+    return tf.keras.Model(x, y, name="cnn"), (2, 12, 12, 3)
+
+
+def keras_mlp():
+    L = tf.keras.layers
+    x = tf.keras.Input((20,), name="features")
+    y = L.Dense(16, activation="relu")(x)
+    y = L.LeakyReLU(0.2)(L.Dense(12)(y))
+    y = L.Dense(8, activation="tanh")(y)
+    a = L.Dense(4, activation="sigmoid")(y)
+    b = L.Dense(3, activation="selu")(y)
+    return tf.keras.Model(x, [a, b], name="mlp"), (3, 20)
+
+
+def keras_shapes():
+    L = tf.keras.layers
+    x = tf.keras.Input((6, 6, 4), name="grid")
+    c = L.Conv2D(4, 3, padding="same", activation="softplus")(x)
+    y = L.Concatenate()([x, c])
+    y = L.ZeroPadding2D(((1, 0), (0, 1)))(y)
+    y = L.UpSampling2D(2)(y)
+    y = L.Conv2DTranspose(4, 3, strides=2, padding="same")(y)
+    y = L.Conv2DTranspose(3, 2, strides=2, padding="valid", activation="sigmoid")(y)
+    y = L.MaxPooling2D(8)(y)
+    y = L.Reshape((7 * 7, 3))(y)
+    y = L.Permute((2, 1))(y)
+    s = L.Lambda(lambda t: t[:, 1:, ::2])(y)
+    m = L.Lambda(lambda t: tf.reduce_mean(t, axis=-1, keepdims=True))(y)
+    y = L.Multiply()([L.Flatten()(s), L.Flatten()(L.Subtract()([s, m[:, 1:, :25]]))])
+    y = L.Dense(5)(y)
+    return tf.keras.Model(x, y, name="shapes"), (2, 6, 6, 4)
+
+
+class Resizer(tf.Module):
+    def __init__(self, rng):
+        super().__init__(name="resizer")
+        self.scale = tf.Variable(rng.standard_normal((1, 1, 1, 3)).astype(np.float32), name="scale")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 10, 12, 3], tf.float32, name="pixels")])
+    def __call__(self, x):
+        x = x * self.scale
+        a = tf.image.resize(x, (15, 20))
+        b = tf.image.resize(x, (5, 8), method="nearest")
+        c = tf.compat.v1.image.resize_bilinear(x, (7, 9), align_corners=True)
+        d = tf.compat.v1.image.resize_nearest_neighbor(x, (20, 24))
+        e = tf.image.resize(x, (8, 9), method="bilinear")
+        flat = tf.concat([tf.reshape(t, [tf.shape(t)[0], -1]) for t in (a, b, c, d, e)], axis=1)
+        return {"resized": flat, "small": tf.math.rsqrt(tf.square(e) + 1.0)}
+
+
+def frozen(function):
+    graph = convert_variables_to_constants_v2(function).graph
+    return graph.as_graph_def(), [t.name for t in graph.inputs], [t.name for t in graph.outputs]
+
+
+def floats(array):
+    """float32 values to 9 significant digits (exact), written as JSON numbers."""
+    return [json.loads("%.9g" % v) for v in np.asarray(array, np.float32).reshape(-1)]
+
+
+def prune(saved):
+    """Drops the files the importer does not read and the library functions the serving signature
+    never calls (Keras saves every layer's traces; TensorFlow's own loader then refuses the folder,
+    which is why the outputs are computed before this)."""
+    for extra in ("keras_metadata.pb", "fingerprint.pb"):
+        if os.path.exists(os.path.join(saved, extra)):
+            os.remove(os.path.join(saved, extra))
+    path = os.path.join(saved, "saved_model.pb")
+    model = saved_model_pb2.SavedModel()
+    model.ParseFromString(open(path, "rb").read())
+    graph = model.meta_graphs[0].graph_def
+    functions = {f.signature.name: f for f in graph.library.function}
+    keep, stack = set(), [n.attr["f"].func.name for n in graph.node if "f" in n.attr and n.name == "StatefulPartitionedCall"]
+    while stack:
+        name = stack.pop()
+        if name in keep or name not in functions:
+            continue
+        keep.add(name)
+        stack += [n.attr["f"].func.name for n in functions[name].node_def if "f" in n.attr]
+    kept = [functions[k] for k in sorted(keep)]
+    del graph.library.function[:]
+    graph.library.function.extend(kept)
+    del graph.library.gradient[:]
+    for node in model.meta_graphs[0].object_graph_def.nodes:
+        if node.WhichOneof("kind") == "user_object":
+            node.user_object.metadata = ""
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString(deterministic=True))
+
+
+def write_model(folder, name, saved, function, serving, x):
+    """The frozen graph of `function` and what `serving` (the loaded signature) answers for `x`."""
+    graph_def, inputs, outputs = frozen(function)
+    tf.io.write_graph(graph_def, folder, name + ".pb", as_text=False)
+    input_key = list(serving.structured_input_signature[1])[0]
+    answer = serving(**{input_key: tf.constant(x)})
+    direct = tf.nest.flatten(function(tf.constant(x)))
+    keys = sorted(answer)
+    if len(direct) != len(keys) or any(not np.allclose(d, answer[k], rtol=1e-5, atol=1e-6) for d, k in zip(direct, keys)):
+        sys.exit("%s: the frozen function and the signature disagree (or are not in key order)" % name)
+    return {
+        "input": input_key, "frozen_inputs": inputs, "frozen_outputs": outputs,
+        "shape": list(x.shape), "x": floats(x),
+        "outputs": {k: {"shape": list(v.shape), "values": floats(v)} for k, v in sorted(answer.items())},
+        "output_order": keys,
+    }
+
+
+def write_control_flow(folder):
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32, name="x")])
+    def loop(x):
+        i = tf.constant(0)
+        _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0), [i, x])
+        return y + 1.0
+
+    graph_def, _, _ = frozen(loop.get_concrete_function())
+    made_up = graph_def.node.add()
+    made_up.op, made_up.name = "ShrinkwrapMadeUp", "mystery"
+    made_up.input.append(graph_def.node[-2].name)
+    tf.io.write_graph(graph_def, folder, "while.pb", as_text=False)
+
+
+def write_models(folder):
+    rng = np.random.default_rng(SEED + 1)
+    tf.keras.utils.set_random_seed(SEED)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    record = {}
+    for build in (keras_cnn, keras_mlp, keras_shapes):
+        model, shape = build()
+        for layer in model.layers:  # BatchNormalization statistics away from 0 / 1
+            if isinstance(layer, tf.keras.layers.BatchNormalization):
+                layer.set_weights([rng.uniform(0.5, 1.5, w.shape).astype(np.float32) for w in layer.get_weights()])
+        saved = os.path.join(folder, model.name)
+        model.save(saved)
+        spec = tf.TensorSpec((None,) + shape[1:], tf.float32, name="input")
+        function = tf.function(lambda t, m=model: m(t, training=False)).get_concrete_function(spec)
+        serving = tf.saved_model.load(saved).signatures["serving_default"]
+        x = rng.standard_normal(shape).astype(np.float32)
+        record[model.name] = write_model(folder, model.name, saved, function, serving, x)
+    module = Resizer(rng)
+    saved = os.path.join(folder, "resize")
+    tf.saved_model.save(module, saved, signatures={"serving_default": module.__call__.get_concrete_function()})
+    serving = tf.saved_model.load(saved).signatures["serving_default"]
+    x = rng.standard_normal((1, 10, 12, 3)).astype(np.float32)
+    function = tf.function(lambda t: module(t)).get_concrete_function(tf.TensorSpec([None, 10, 12, 3], tf.float32, name="input"))
+    record["resize"] = write_model(folder, "resize", saved, function, serving, x)
+    write_control_flow(folder)
+    for name in record:
+        prune(os.path.join(folder, name))
+    with open(os.path.join(folder, "models.json"), "w") as f:
+        json.dump(record, f, indent=None, sort_keys=True)
+        f.write("\n")
+    print("wrote %s: %s" % (folder, ", ".join(sorted(record))))
 
 
 if __name__ == "__main__":

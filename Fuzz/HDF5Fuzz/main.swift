@@ -1,13 +1,15 @@
-// libFuzzer target for the HDF5 reader (Sources/HDF5 on top of Sources/ZipArchive, whose
-// error text comes from Sources/ShrinkwrapIR). The Keras importer (Sources/ShrinkwrapKeras)
-// will join this harness once it lands, hence `make fuzz-keras`.
+// libFuzzer target for the Keras importer (Sources/ShrinkwrapKeras) and the HDF5 reader under it
+// (Sources/HDF5 on top of Sources/ZipArchive, whose error text comes from Sources/ShrinkwrapIR).
 //
 // Not a SwiftPM target: `make fuzz-keras` copies those modules' sources with their
 // cross-module imports removed and compiles them with this file into one module
 // (swiftc -sanitize=fuzzer,address), then runs it on the HDF5 test fixtures
-// (Tests/HDF5Tests/Fixtures/*.h5) as seeds.
+// (Tests/HDF5Tests/Fixtures/*.h5) and the Keras ones (Tests/ShrinkwrapKerasTests/Fixtures:
+// Keras 2 .h5, Keras 3 .keras ZIPs) as seeds.
 //
-// Every input is opened and walked whole: every group (each object header once, so hard
+// Every input goes through the whole Keras import (HDF5 or ZIP, the configuration's JSON,
+// every layer's translation and weights), every constant of the graph decoded; then, as
+// HDF5, it is opened and walked whole: every group (each object header once, so hard
 // links forming cycles end), every attribute, every dataset read. The reader may throw;
 // any crash, trap, sanitizer report, runaway allocation or hang is a bug.
 
@@ -18,6 +20,9 @@ let fuzzLimit = 1 << 22
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    if let graph = try? KerasImporter.importModel(bytes: bytes, file: "fuzz.keras", limit: fuzzLimit) {
+        for c in graph.constants { _ = c.encoding.decoded().count }
+    }
     guard let file = try? HDF5File(bytes: bytes, file: "fuzz.h5", limit: fuzzLimit) else { return 0 }
     var seen = Set<Int>()
     var pending: [HDF5Object] = [.group(file.root)]

@@ -161,12 +161,8 @@ enum ChunkIndex {
                                 into collector: inout ChunkCollector) throws {
         let rank = grid.dims.count
         let tree = try BTreeV2(file, address: address, type: filtered ? 11 : 10, context: context)
-        let fixed = file.offsetSize + 8 * rank + (filtered ? 4 : 0)
-        let sizeWidth = tree.recordSize - fixed
-        guard filtered ? (1...8).contains(sizeWidth) : sizeWidth == 0 else {
-            throw file.error(try file.position(address, need: 0, at: 0, context), context,
-                             "chunk B-tree records of \(tree.recordSize) bytes do not fit \(rank) dimensions")
-        }
+        let width = try sizeWidth(elementSize: tree.recordSize - 8 * rank, filtered: filtered, layoutVersion: layoutVersion,
+                                      file: file, at: try file.position(address, need: 0, at: 0, context), context: context)
         try tree.forEachRecord(file) { record in
             var c = Cursor(file: file, pos: record, end: record + tree.recordSize, context: context)
             let at = c.pos
@@ -174,7 +170,7 @@ enum ChunkIndex {
             var size = grid.chunkBytes
             var mask: UInt32 = 0
             if filtered {
-                size = try c.int(sizeWidth, "chunk size")
+                size = try c.int(width, "chunk size")
                 mask = UInt32(try c.u32("chunk filter mask"))
             }
             var coords: [Int] = []
@@ -196,11 +192,13 @@ enum ChunkIndex {
         if let address { try collector.add(coords, address: address, size: size, mask: mask, at: at) }
     }
 
-    /// The chunk-size field width of filtered array elements of `elementSize` bytes.
-    static func sizeWidth(elementSize: Int, filtered: Bool, file: FileData, at: Int, context: String) throws -> Int {
+    /// The chunk-size field width of index elements of `elementSize` bytes (address, [chunk size, filter
+    /// mask]): layout version 4 sizes it to the chunk (1-8 bytes), version 5 makes it Size of Offsets.
+    static func sizeWidth(elementSize: Int, filtered: Bool, layoutVersion: Int, file: FileData, at: Int, context: String) throws -> Int {
         let width = elementSize - file.offsetSize - (filtered ? 4 : 0)
-        guard filtered ? (1...8).contains(width) : width == 0 else {
-            throw file.error(at, context, "array elements of \(elementSize) bytes do not match \(filtered ? "filtered" : "unfiltered") chunks")
+        let valid = !filtered ? width == 0 : layoutVersion >= 5 ? width == file.offsetSize : (1...8).contains(width)
+        guard valid else {
+            throw file.error(at, context, "chunk index elements of \(elementSize) bytes do not match \(filtered ? "filtered" : "unfiltered") chunks (layout version \(layoutVersion))")
         }
         return width
     }

@@ -48,7 +48,7 @@ struct ExtensibleArray {
         let bound = Checked.mul(grid.counts[unlimited], Checked.product(inner) ?? Int.max) ?? Int.max
         let array = ExtensibleArray(
             file: file, context: context, header: pos, client: client, elementSize: elementSize,
-            sizeWidth: try ChunkIndex.sizeWidth(elementSize: elementSize, filtered: client == 1, file: file, at: pos, context: context),
+            sizeWidth: try ChunkIndex.sizeWidth(elementSize: elementSize, filtered: client == 1, layoutVersion: layoutVersion, file: file, at: pos, context: context),
             offsetWidth: (maxBits + 7) / 8, pageElements: 1 << pageBits, count: min(maxIndex, bound), grid: grid,
             unlimited: unlimited, inner: inner)
         guard let indexBlock, array.count > 0 else { return }

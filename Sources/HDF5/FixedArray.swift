@@ -11,7 +11,7 @@ enum FixedArray {
         try c.need(4, "fixed array header checksum")
         try file.verifyChecksum(from: pos, checksumAt: c.pos, context)
         let filtered = client == 1
-        let sizeWidth = try ChunkIndex.sizeWidth(elementSize: elementSize, filtered: filtered, file: file, at: pos, context: context)
+        let sizeWidth = try ChunkIndex.sizeWidth(elementSize: elementSize, filtered: filtered, layoutVersion: layoutVersion, file: file, at: pos, context: context)
         guard let maxTotal = grid.maxTotal, count == maxTotal else {
             throw c.fail(at: pos, "fixed array of \(count) elements, the chunk grid at its maximum extent has \(grid.maxTotal.map { "\($0)" } ?? "unlimited")")
         }

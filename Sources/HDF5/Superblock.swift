@@ -58,7 +58,7 @@ struct Superblock {
         var r = Cursor(file: file, pos: c.pos, end: c.end, context: "superblock")
         _ = try r.address("base address")
         _ = try r.address("free-space info address")
-        _ = try r.address("end of file address")
+        try checkEndOfFile(&r, base: base)
         _ = try r.address("driver information block address")
         // Root group symbol table entry: link name offset, object header address, cache type, reserved, scratch.
         _ = try r.uint(offsetSize, "root link name offset")
@@ -78,12 +78,24 @@ struct Superblock {
         var r = Cursor(file: file, pos: c.pos, end: c.end, context: "superblock")
         _ = try r.address("base address")
         _ = try r.address("superblock extension address")
-        _ = try r.address("end of file address")
+        try checkEndOfFile(&r, base: base)
         let at = r.pos
         let root = try r.address("root object header address")
         try r.need(4, "superblock checksum")
         try file.verifyChecksum(from: base, checksumAt: r.pos, "superblock")
         guard let root else { throw r.fail(at: at, "the root group's object header address is undefined") }
         return Superblock(version: version, base: base, offsetSize: offsetSize, lengthSize: lengthSize, rootAddress: root)
+    }
+
+    /// The end-of-file address: a file shorter than it is truncated (libhdf5 refuses it too), even
+    /// when what was cut off is not needed to reach the objects. h5py's files with a user block
+    /// count it in (the address is the whole file's size).
+    private static func checkEndOfFile(_ r: inout Cursor, base: Int) throws {
+        let at = r.pos
+        guard let eof = try r.address("end of file address") else { return }
+        let have = r.file.bytes.count
+        if eof > UInt64(have) {
+            throw r.fail(at: at, "the file is truncated: its superblock says it ends at byte \(eof), past the end of the file (\(have) bytes)")
+        }
     }
 }

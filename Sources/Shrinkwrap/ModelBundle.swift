@@ -37,6 +37,11 @@ enum ModelBundle {
            let format = ModelFormats.all.first(where: { $0.extensions.contains("mlpackage") }) {
             return try format.importer(dir)
         }
+        // A TensorFlow SavedModel (saved_model.pb and variables/): the TensorFlow importer.
+        if FileManager.default.fileExists(atPath: dir.appendingPathComponent("saved_model.pb").path),
+           let format = ModelFormats.all.first(where: { $0.name == "tensorflow" }) {
+            return try format.importer(dir)
+        }
         let manifest = dir.appendingPathComponent(manifestName)
         if FileManager.default.fileExists(atPath: manifest.path) {
             return try load(manifest: manifest.path)

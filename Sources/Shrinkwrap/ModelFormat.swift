@@ -4,6 +4,7 @@ import ShrinkwrapCoreML
 import ShrinkwrapKeras
 import ShrinkwrapONNX
 import ShrinkwrapTFLite
+import ShrinkwrapTensorFlow
 import ShrinkwrapRuntime
 
 /// A model file format Shrinkwrap reads and writes.
@@ -124,6 +125,10 @@ public enum ModelFormats {
         ModelFormat(name: "keras", title: "Keras", extensions: ["h5", "keras", "hdf5"], importer: { try KerasImporter.importModel(at: $0) },
                     supportedOps: KerasImporter.supportedLayers, exporter: nil, exportedOps: [], weightStorage: "(read only)",
                     storedWeights: .everything, needsFixedShapes: false, flexibleShapes: nil, vocabulary: "layer classes"),
+        // Read only: a frozen GraphDef (.pb) or a SavedModel folder (ModelBundle sends folders holding saved_model.pb here).
+        ModelFormat(name: "tensorflow", title: "TensorFlow", extensions: ["pb"], importer: { try TensorFlowImporter.importModel(at: $0) },
+                    supportedOps: TensorFlowImporter.supportedOps, exporter: nil, exportedOps: [], weightStorage: "(read only)",
+                    storedWeights: .everything, needsFixedShapes: false, flexibleShapes: nil, vocabulary: "ops"),
     ]
 
     /// The deployment targets an ML Program is written for ("iOS15" …).

@@ -17,10 +17,10 @@ public enum Models {
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
         if exists && isDir.boolValue { return try ModelBundle.load(folder: path) }
         let isManifest = url.pathExtension.lowercased() == "json"
-        guard isManifest || ModelFormats.format(for: url) != nil else { throw ImportError.unknownFormat(file: path) }
+        guard isManifest || ModelFormats.format(for: url) != nil else { throw ImportError.unknownFormat(file: path, expected: ModelFormats.readableExtensions) }
         guard exists else { throw ImportError.unreadable(file: path, reason: "no such file") }
         if isManifest { return try ModelBundle.load(manifest: path) }
-        guard let f = ModelFormats.format(for: url) else { throw ImportError.unknownFormat(file: path) }
+        guard let f = ModelFormats.format(for: url) else { throw ImportError.unknownFormat(file: path, expected: ModelFormats.readableExtensions) }
         return try f.importer(url)
     }
 

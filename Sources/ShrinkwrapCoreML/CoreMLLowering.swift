@@ -5,6 +5,10 @@ import ShrinkwrapIR
 /// passes rewrite the few ops with no layer into ops that have one.
 enum CoreMLLowering {
     static let pipeline = LoweringPipeline([
+        // The GRU layer runs one direction and resets the state before the recursion matrix (ONNX's
+        // linear_before_reset = 0), the simple recurrent layer one direction: the GRU / RNN nodes the
+        // writer refuses for that (its own predicate says which) are unrolled into per-step layers.
+        .unrollGRUAndRNN { n, _ in CoreMLLayerWriters.recurrentCellRefusal(n) != nil },
         // NeuralNetwork has a hard-sigmoid activation but no hard-swish.
         .decomposeHardSwish,
         // …and a sigmoid activation but no swish.
@@ -17,6 +21,10 @@ enum CoreMLLowering {
         .padOnTrailingAxes(2, modes: ["reflect", "edge"]),
         // The clip layer takes its bounds as numbers.
         .clipRuntimeBoundsAsMinMax,
+        // Core ML has no rank-0 values (a scalar is [1]): its gather by one index would keep the axis.
+        .gatherScalarIndexAsVector,
+        // The slice layers step forward only: a reversal (Keras' go_backwards sequence) gathers its rows.
+        .sliceNegativeStepsAsGather,
         // The upsample layer scales by whole factors: other nearest resizes gather their source rows.
         .resizeNearestAsGather,
     ])

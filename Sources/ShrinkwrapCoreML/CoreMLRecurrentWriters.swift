@@ -293,10 +293,27 @@ extension CoreMLLayerWriters {
         writeOutputs(&w, n, s: s, y: y, states: [(1, hT), (2, cT)])
     }
 
+    /// Why Core ML's GRU / simple recurrent layer cannot compute GRU / RNN node `n` as its attributes
+    /// ask (nil when it can): the writers throw it, and CoreMLLowering unrolls the nodes it names.
+    static func recurrentCellRefusal(_ n: Node) -> String? {
+        let gru = n.opType == "GRU"
+        guard gru || n.opType == "RNN" else { return nil }
+        if string(n, "direction", "forward") == "bidirectional" {
+            return gru ? "bidirectional GRU (Core ML's GRU layer runs one direction)"
+                : "bidirectional RNN (Core ML's simple recurrent layer runs one direction)"
+        }
+        if gru && int(n, "linear_before_reset", 0) != 0 { return "linear_before_reset = 1 (Core ML resets before the recursion)" }
+        do {
+            _ = try recurrentActivations(n, defaults: gru ? ["Sigmoid", "Tanh"] : ["Tanh"], dirs: 1)
+        } catch {
+            return (error as? LayerWriterError)?.reason ?? "\(error)"
+        }
+        return nil
+    }
+
     static let gru: Writer = { w, n in
         let s = try recurrentShape(&w, n, gates: 3)
-        guard s.dirs == 1 else { throw LayerWriterError("bidirectional GRU (Core ML's GRU layer runs one direction)") }
-        if int(n, "linear_before_reset", 0) != 0 { throw LayerWriterError("linear_before_reset = 1 (Core ML resets before the recursion)") }
+        if let why = recurrentCellRefusal(n) { throw LayerWriterError(why) }
         let acts = try recurrentActivations(n, defaults: ["Sigmoid", "Tanh"], dirs: 1)[0]
         var q = CoreML_Specification_GRULayerParams()
         q.inputVectorSize = UInt64(s.input); q.outputVectorSize = UInt64(s.hidden)
@@ -320,7 +337,7 @@ extension CoreMLLayerWriters {
 
     static let rnn: Writer = { w, n in
         let s = try recurrentShape(&w, n, gates: 1)
-        guard s.dirs == 1 else { throw LayerWriterError("bidirectional RNN (Core ML's simple recurrent layer runs one direction)") }
+        if let why = recurrentCellRefusal(n) { throw LayerWriterError(why) }
         let acts = try recurrentActivations(n, defaults: ["Tanh"], dirs: 1)[0]
         var q = CoreML_Specification_SimpleRecurrentLayerParams()
         q.inputVectorSize = UInt64(s.input); q.outputVectorSize = UInt64(s.hidden)

@@ -50,7 +50,8 @@ public enum ImportError: UserFacingError, Sendable, Equatable {
     /// An external-data reference that is missing, out of range or escapes the model's folder.
     case badExternalData(SourceLocation, reason: String)
     /// The format of the file is not one Shrinkwrap reads.
-    case unknownFormat(file: String)
+    /// `expected`: what is read, from the format registry (".onnx, .tflite, …").
+    case unknownFormat(file: String, expected: String)
 
     public var description: String { text.escapingControlCharacters }
 
@@ -62,7 +63,7 @@ public enum ImportError: UserFacingError, Sendable, Equatable {
         case .unsupported(let l, let w): return "\(l): unsupported: \(w)"
         case .badTensor(let l, let r): return "\(l): bad tensor: \(r)"
         case .badExternalData(let l, let r): return "\(l): bad external data: \(r)"
-        case .unknownFormat(let f): return "\(f): unknown model format (expected .onnx, .mlmodel, .tflite, or an ML Kit bundle folder / manifest.json)"
+        case .unknownFormat(let f, let e): return "\(f): unknown model format (expected \(e), or an ML Kit bundle folder / manifest.json)"
         }
     }
 }

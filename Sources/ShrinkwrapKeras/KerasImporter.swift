@@ -22,9 +22,10 @@ public enum KerasImporter {
         bytes.starts(with: hdf5Signature) || (bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) && (try? ZipArchive(bytes: bytes, file: "").entry(named: "config.json")) != nil)
     }
 
-    public static func importModel(bytes: [UInt8], file: String) throws -> Graph {
-        if bytes.starts(with: [0x50, 0x4B]) { return try importKeras3(bytes: bytes, file: file) }
-        return try importKeras2(bytes: bytes, file: file)
+    /// `limit`: the most bytes one HDF5 dataset or attribute may take once read (and inflated).
+    public static func importModel(bytes: [UInt8], file: String, limit: Int = HDF5File.defaultLimit) throws -> Graph {
+        if bytes.starts(with: [0x50, 0x4B]) { return try importKeras3(bytes: bytes, file: file, limit: limit) }
+        return try importKeras2(bytes: bytes, file: file, limit: limit)
     }
 
     /// Layer classes the importer translates (nested Functional / Sequential models too), sorted.
@@ -32,8 +33,8 @@ public enum KerasImporter {
 
     // MARK: - Keras 2 .h5
 
-    static func importKeras2(bytes: [UInt8], file: String) throws -> Graph {
-        let h5 = try openHDF5(bytes, file: file, place: "")
+    static func importKeras2(bytes: [UInt8], file: String, limit: Int) throws -> Graph {
+        let h5 = try openHDF5(bytes, file: file, place: "", limit: limit)
         let root = h5.root
         func text(_ name: String) throws -> String? {
             let a: HDF5Attribute?
@@ -59,7 +60,7 @@ public enum KerasImporter {
 
     // MARK: - Keras 3 .keras
 
-    static func importKeras3(bytes: [UInt8], file: String) throws -> Graph {
+    static func importKeras3(bytes: [UInt8], file: String, limit: Int) throws -> Graph {
         let zip: ZipArchive
         do { zip = try ZipArchive(bytes: bytes, file: file) } catch let e as ZipArchive.Error {
             throw ImportError.malformed(SourceLocation(file: file), reason: "\(e)")
@@ -80,13 +81,13 @@ public enum KerasImporter {
         }
         var weights: KerasWeights?
         if let w = try member("model.weights.h5") {
-            weights = KerasWeights(h5: try openHDF5(w, file: file, place: "model.weights.h5"), layout: .keras3, file: file + ":model.weights.h5")
+            weights = KerasWeights(h5: try openHDF5(w, file: file, place: "model.weights.h5", limit: limit), layout: .keras3, file: file + ":model.weights.h5")
         }
         return try build(config: config, weights: weights, version: version, file: file, format: "keras")
     }
 
-    static func openHDF5(_ bytes: [UInt8], file: String, place: String) throws -> HDF5File {
-        do { return try HDF5File(bytes: bytes, file: place.isEmpty ? file : file + ":" + place) } catch let e as HDF5Error {
+    static func openHDF5(_ bytes: [UInt8], file: String, place: String, limit: Int) throws -> HDF5File {
+        do { return try HDF5File(bytes: bytes, file: place.isEmpty ? file : file + ":" + place, limit: limit) } catch let e as HDF5Error {
             throw ImportError.malformed(SourceLocation(file: file, place: place), reason: "\(e)")
         }
     }

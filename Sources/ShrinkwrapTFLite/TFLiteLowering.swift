@@ -16,6 +16,10 @@ enum TFLiteLowering {
         // TFLite's LSTM keeps its state inside, starting at zero, and gives the sequence
         // only: a streaming LSTM (state in as inputs, out as outputs) is unrolled.
         .unrollStatefulLSTM,
+        // TFLite has no GRU or RNN builtin: every one is unrolled into per-step FULLY_CONNECTED /
+        // SPLIT / LOGISTIC / TANH / MUL / ADD / SUB. Before the decompositions, which take the
+        // HardSigmoid activations it makes.
+        .unrollGRUAndRNN(),
         // Decompositions first, so that the Mul / Add / Clip they make move with the
         // Transposes like any arithmetic (TFLite has no batch-normalization or
         // hard-sigmoid op).

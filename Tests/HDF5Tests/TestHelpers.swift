@@ -49,16 +49,17 @@ struct WalkResult {
     var foreign: [String] = []
 }
 
-/// Visits every object reachable from the root (each object header once), reads every dataset and every
-/// attribute, and records each error instead of stopping.
+/// Visits every object reachable from the root (each object header once, depth first without recursion),
+/// reads every dataset and every attribute, and records each error instead of stopping.
 func walkAll(_ file: HDF5File) -> WalkResult {
     var result = WalkResult()
     var seen = Set<Int>()
     func record(_ error: Error) {
         if error is HDF5Error { result.errors.append("\(error)") } else { result.foreign.append("\(type(of: error)): \(error)") }
     }
-    func visit(_ object: HDF5Object) {
-        guard seen.insert(object.address).inserted else { return }
+    var pending: [HDF5Object] = [.group(file.root)]
+    while let object = pending.popLast() {
+        guard seen.insert(object.address).inserted else { continue }
         result.objects += 1
         do { result.attributesRead += try object.attributes().count } catch { record(error) }
         switch object {
@@ -66,13 +67,12 @@ func walkAll(_ file: HDF5File) -> WalkResult {
             do { _ = try d.read(); result.datasetsRead += 1 } catch { record(error) }
         case .group(let g):
             do {
-                for name in try g.members() {
-                    do { visit(try g.member(name)) } catch { record(error) }
+                for name in try g.members().reversed() {
+                    do { pending.append(try g.member(name)) } catch { record(error) }
                 }
             } catch { record(error) }
         }
     }
-    visit(.group(file.root))
     return result
 }
 

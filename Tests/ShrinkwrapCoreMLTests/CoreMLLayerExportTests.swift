@@ -361,9 +361,13 @@ final class CoreMLLayerExportTests: XCTestCase {
     }
 
     func testRecurrentFormsWithoutALayerAreNamed() throws {
+        // GRU / RNN forms the layers refuse are named by the writers' predicate, and unrolled by CoreMLLowering.
+        XCTAssertEqual(CoreMLLayerWriters.recurrentCellRefusal(recurrent("GRU", gates: 3, attributes: ["linear_before_reset": .int(1)]).g.nodes[0])?
+            .contains("linear_before_reset"), true)
+        XCTAssertEqual(CoreMLLayerWriters.recurrentCellRefusal(recurrent("GRU", gates: 3, direction: "bidirectional").g.nodes[0])?
+            .contains("bidirectional GRU"), true)
         let cases: [(Builder, String)] = [
-            (recurrent("GRU", gates: 3, attributes: ["linear_before_reset": .int(1)]), "linear_before_reset"),
-            (recurrent("GRU", gates: 3, direction: "bidirectional"), "bidirectional GRU"),
+            (recurrent("GRU", gates: 3, attributes: ["linear_before_reset": .int(1), "clip": .float(3)]), "clip"),
             (recurrent("LSTM", gates: 4, attributes: ["clip": .float(3)]), "clip"),
             (recurrent("LSTM", gates: 4, attributes: ["layout": .int(1)]), "layout"),
         ]

@@ -137,11 +137,30 @@ extension MILOpWriters {
                 throw MILWriterError("peepholes (MIL's lstm documents no peephole formula to match ONNX's)")
             }
         }
-        if n.opType == "GRU" {
-            guard n.int("linear_before_reset", 0) != 0 else {
-                throw MILWriterError("linear_before_reset = 0 (MIL's gru resets after the recurrence matrix: r ⊙ (W_h h))")
+        if let why = recurrentCellRefusal(n, constant: { w.graph.constant(named: $0)?.encoding }) { throw MILWriterError(why) }
+    }
+
+    /// Why MIL's gru / rnn cannot compute GRU / RNN node `n` as its attributes and bias ask (nil when
+    /// they can): the writer throws it, and MILLowering unrolls the nodes it names.
+    static func recurrentCellRefusal(_ n: Node, constant: (String) -> WeightEncoding?) -> String? {
+        guard n.opType == "GRU" || n.opType == "RNN", let form = recurrentForms[n.opType] else { return nil }
+        if n.opType == "GRU" && n.int("linear_before_reset", 0) == 0 {
+            return "linear_before_reset = 0 (MIL's gru resets after the recurrence matrix: r ⊙ (W_h h))"
+        }
+        let dirs = n.string("direction", "forward") == "bidirectional" ? 2 : 1
+        do {
+            _ = try recurrentActivations(n, form, dirs: dirs)
+        } catch {
+            return (error as? MILWriterError)?.reason ?? "\(error)"
+        }
+        // MIL's gru adds its h-gate bias outside r ⊙ (W_h h): ONNX's Rb_h must be zero.
+        if n.opType == "GRU", let b = n.input(3), let v = constant(b)?.decoded().floats, v.count % (6 * dirs) == 0 {
+            let h = v.count / (6 * dirs)
+            if (0..<dirs).contains(where: { d in v[(d * 6 * h + 5 * h)..<((d + 1) * 6 * h)].contains { $0 != 0 } }) {
+                return "a recurrent bias on the h gate (MIL's gru adds it outside the reset)"
             }
         }
+        return nil
     }
 
     /// MIL activation names per ONNX activation slot; both directions must agree (MIL has one set).
@@ -210,14 +229,8 @@ extension MILOpWriters {
                 return v[start..<(start + H)]
             }
             var bias: [Float] = []
-            for g in form.order {
-                let wb = gate(g, recurrent: false), rb = gate(g, recurrent: true)
-                if n.opType == "GRU" && g == 2 {
-                    // MIL's gru adds its h-gate bias outside r ⊙ (W_h h): ONNX's Rb_h must be zero.
-                    guard rb.allSatisfy({ $0 == 0 }) else { throw MILWriterError("a recurrent bias on the h gate (MIL's gru adds it outside the reset)") }
-                }
-                bias += zip(wb, rb).map { $0 + $1 }
-            }
+            // (A GRU's Rb_h is zero: checkRecurrentAttributes refused the node otherwise.)
+            for g in form.order { bias += zip(gate(g, recurrent: false), gate(g, recurrent: true)).map { $0 + $1 } }
             args.append(("bias" + suffix, .value(recurrentConst(&w, base + "_bias", bias, [form.gates * H], s.type))))
         }
         return args

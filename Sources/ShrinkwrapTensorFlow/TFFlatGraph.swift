@@ -1,0 +1,163 @@
+import ShrinkwrapIR
+import TensorFlowSchema
+
+/// One TensorFlow op of the flattened graph: a GraphDef node, or a node of a
+/// function body inlined at its call (its name prefixed by the call's, "call/node").
+struct TFOp {
+    var name: String
+    var op: String
+    /// Data inputs as tensor references "node:k" (control inputs dropped).
+    var inputs: [String]
+    var attrs: [String: Tensorflow_AttrValue]
+    /// Where the node was read, for errors: "node 'x'" or "node 'x' (function 'f')".
+    var place: String
+}
+
+/// A GraphDef with the bodies of the functions its call nodes
+/// (StatefulPartitionedCall, PartitionedCall, or an op named after a library
+/// function) inlined: one list of ops whose inputs are "node:k" references,
+/// plus aliases (a call's outputs → the body's return values, an inlined
+/// argument → the caller's input). Node order is the file's (not necessarily
+/// topological); `TFContext` sorts what it translates.
+struct TFFlatGraph {
+    let file: String
+    private(set) var ops: [TFOp] = []
+    private(set) var byName: [String: Int] = [:]
+    /// Reference → the reference it stands for (follow with `resolve`).
+    private(set) var aliases: [String: String] = [:]
+    private let functions: [String: Tensorflow_FunctionDef]
+
+    static let callOps: Set<String> = ["StatefulPartitionedCall", "PartitionedCall"]
+    /// Inlining depth and the total op count over every inlined body.
+    static let maxDepth = 32
+    static let maxOps = 1 << 20
+
+    init(graph: Tensorflow_GraphDef, file: String) throws {
+        self.file = file
+        var functions: [String: Tensorflow_FunctionDef] = [:]
+        for f in graph.library.function { functions[f.signature.name] = f }
+        self.functions = functions
+        try add(graph.node, scope: Scope(prefix: "", args: nil, function: nil), depth: 0)
+    }
+
+    /// The op producing reference `ref` ("node:k"), after aliases.
+    func producer(of ref: String) -> (op: TFOp, output: Int)? {
+        let r = resolve(ref)
+        guard let (name, k) = Self.split(r), let i = byName[name] else { return nil }
+        return (ops[i], k)
+    }
+
+    /// `ref` with aliases followed (a bounded walk: a cycle of aliases stops).
+    func resolve(_ ref: String) -> String {
+        var r = ref
+        var steps = 0
+        while let next = aliases[r], steps <= aliases.count {
+            r = next
+            steps += 1
+        }
+        return r
+    }
+
+    /// "node:k" → (node, k); "node" → (node, 0).
+    static func split(_ ref: String) -> (String, Int)? {
+        guard let colon = ref.lastIndex(of: ":") else { return (ref, 0) }
+        guard let k = Int(ref[ref.index(after: colon)...]), k >= 0 else { return nil }
+        return (String(ref[..<colon]), k)
+    }
+
+    // MARK: - Flattening
+
+    private struct Scope {
+        var prefix: String
+        /// A function body's argument names → the caller's references; nil in the main graph.
+        var args: [String: String]?
+        var function: String?
+        /// Ops of the body by name (for "node:output_arg:index" references).
+        var bodyOps: [String: String] = [:]
+    }
+
+    private mutating func add(_ nodes: [Tensorflow_NodeDef], scope: Scope, depth: Int) throws {
+        var scope = scope
+        for n in nodes { scope.bodyOps[n.name] = n.op }
+        for n in nodes {
+            let place = "node '\(scope.prefix)\(n.name)'" + (scope.function.map { " (function '\($0)')" } ?? "")
+            guard ops.count < Self.maxOps else {
+                throw ImportError.unsupported(SourceLocation(file: file, place: place), what: "more than \(Self.maxOps) ops after inlining functions")
+            }
+            var inputs: [String] = []
+            for i in n.input where !i.hasPrefix("^") {
+                inputs.append(try reference(i, scope: scope, place: place))
+            }
+            let name = scope.prefix + n.name
+            if let callee = calledFunction(n) {
+                try inline(callee, at: name, inputs: inputs, place: place, depth: depth)
+                continue
+            }
+            guard byName[name] == nil else {
+                throw ImportError.malformed(SourceLocation(file: file, place: place), reason: "a second node of this name")
+            }
+            byName[name] = ops.count
+            ops.append(TFOp(name: name, op: n.op, inputs: inputs, attrs: n.attr, place: place))
+        }
+    }
+
+    private func calledFunction(_ n: Tensorflow_NodeDef) -> Tensorflow_FunctionDef? {
+        if Self.callOps.contains(n.op), case .func(let f)? = n.attr["f"]?.value { return functions[f.name] }
+        return functions[n.op]
+    }
+
+    /// A node input as a reference in the flattened graph.
+    private func reference(_ input: String, scope: Scope, place: String) throws -> String {
+        let bad = { ImportError.malformed(SourceLocation(file: self.file, place: place), reason: "input '\(input)' names nothing") }
+        guard let args = scope.args else {
+            guard let (node, k) = Self.split(input) else { throw bad() }
+            return "\(node):\(k)"
+        }
+        // In a function body: "arg", or "node:output_arg:index".
+        let parts = input.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        if parts.count == 1 {
+            guard let outer = args[input] else { throw bad() }
+            return outer
+        }
+        guard parts.count <= 3, let op = scope.bodyOps[parts[0]] else { throw bad() }
+        let index = parts.count == 3 ? Int(parts[2]) : 0
+        guard let index, index >= 0 else { throw bad() }
+        return "\(scope.prefix)\(parts[0]):\(Self.flatIndex(op: op, outputArg: parts[1], index: index))"
+    }
+
+    /// The output number of `outputArg`'s `index`-th tensor: ops with several
+    /// output arguments are listed; the others have one (possibly a list).
+    static func flatIndex(op: String, outputArg: String, index: Int) -> Int {
+        let args: [String: [String]] = [
+            "FusedBatchNorm": ["y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"],
+            "FusedBatchNormV2": ["y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"],
+            "FusedBatchNormV3": ["y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2", "reserve_space_3"],
+            "Unique": ["y", "idx"],
+            "TopKV2": ["values", "indices"],
+        ]
+        guard let names = args[op], let k = names.firstIndex(of: outputArg) else { return index }
+        return k + index
+    }
+
+    private mutating func inline(_ f: Tensorflow_FunctionDef, at call: String, inputs: [String], place: String, depth: Int) throws {
+        let location = SourceLocation(file: file, place: place)
+        guard depth < Self.maxDepth else {
+            throw ImportError.unsupported(location, what: "function calls nested more than \(Self.maxDepth) deep")
+        }
+        let sig = f.signature
+        guard sig.inputArg.count == inputs.count else {
+            throw ImportError.malformed(location, reason: "calls '\(sig.name)' with \(inputs.count) inputs; it takes \(sig.inputArg.count)")
+        }
+        var args: [String: String] = [:]
+        for (a, ref) in zip(sig.inputArg, inputs) { args[a.name] = ref }
+        var scope = Scope(prefix: call + "/", args: args, function: sig.name)
+        for n in f.nodeDef { scope.bodyOps[n.name] = n.op }
+        try add(f.nodeDef, scope: scope, depth: depth + 1)
+        for (k, out) in sig.outputArg.enumerated() {
+            guard let ret = f.ret[out.name] else {
+                throw ImportError.malformed(location, reason: "function '\(sig.name)' returns nothing for output '\(out.name)'")
+            }
+            aliases["\(call):\(k)"] = try reference(ret, scope: scope, place: "function '\(sig.name)' ret '\(out.name)'")
+        }
+    }
+}

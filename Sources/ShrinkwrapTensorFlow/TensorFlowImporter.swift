@@ -1,0 +1,83 @@
+import Foundation
+import ShrinkwrapIR
+import TensorFlowSchema
+
+/// Reads TensorFlow models: a frozen GraphDef (`.pb`, weights in Const nodes)
+/// or a SavedModel folder (`saved_model.pb` + `variables/`), whose signature
+/// names the graph's inputs and outputs. TF2 SavedModels run their
+/// computation in library functions called by (Stateful)PartitionedCall
+/// nodes: the bodies are inlined, and the variables they read become
+/// constants from the tensor bundle.
+///
+/// TensorFlow computes NHWC: values keep TensorFlow's layout, and the ops
+/// whose IR form is channels-first (convolutions, pooling, resizing) are
+/// wrapped in Transposes, the pairs that cancel removed at the end.
+public enum TensorFlowImporter {
+    /// Imports a frozen GraphDef file or a SavedModel (its folder, or its saved_model.pb).
+    /// `inputs` / `outputs` name tensors ("name" or "name:0"; for a SavedModel also
+    /// signature keys) to use instead of the placeholders / the signature's outputs.
+    public static func importModel(at url: URL, inputs: [String]? = nil, outputs: [String]? = nil,
+                                   signature: String = "serving_default") throws -> Graph {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) else {
+            throw ImportError.unreadable(file: url.path, reason: "no such file or folder")
+        }
+        if isDir.boolValue {
+            let pb = url.appendingPathComponent("saved_model.pb")
+            guard FileManager.default.fileExists(atPath: pb.path) else {
+                throw ImportError.unreadable(file: url.path, reason: "a folder without saved_model.pb (not a SavedModel)")
+            }
+            return try TFSavedModel.importModel(pb: pb, bytes: try read(pb), inputs: inputs, outputs: outputs, signature: signature)
+        }
+        let bytes = try read(url)
+        if url.lastPathComponent == "saved_model.pb" {
+            return try TFSavedModel.importModel(pb: url, bytes: bytes, inputs: inputs, outputs: outputs, signature: signature)
+        }
+        return try importGraphDef(bytes: bytes, file: url.path, inputs: inputs, outputs: outputs)
+    }
+
+    /// A frozen GraphDef's bytes.
+    public static func importGraphDef(bytes: [UInt8], file: String, inputs: [String]? = nil, outputs: [String]? = nil) throws -> Graph {
+        let def: Tensorflow_GraphDef = try TensorBundle.message(bytes, file: file, place: "GraphDef")
+        let flat = try TFFlatGraph(graph: def, file: file)
+        let outs = try outputs.map { try $0.map { ($0, try ref($0, flat)) } } ?? unreadOutputs(flat)
+        let ins = try inputs.map { try $0.map { ($0, try ref($0, flat)) } }
+        return try TFGraphBuilder.build(flat, inputs: ins, outputs: outs, variable: { op in
+            throw ImportError.unsupported(SourceLocation(file: file, place: op.place), what: "a variable in a GraphDef (freeze the graph first)")
+        }, version: "\(def.versions.producer)")
+    }
+
+    /// The ops the importer translates, sorted.
+    public static var supportedOps: [String] { TFOps.table.keys.sorted() }
+
+    // MARK: - Helpers
+
+    static func read(_ url: URL) throws -> [UInt8] {
+        do { return [UInt8](try Data(contentsOf: url, options: .mappedIfSafe)) } catch {
+            throw ImportError.unreadable(file: url.path, reason: (error as NSError).localizedDescription)
+        }
+    }
+
+    /// "name" or "name:k" as a reference "name:k" to an existing node.
+    static func ref(_ name: String, _ flat: TFFlatGraph) throws -> String {
+        guard let (node, k) = TFFlatGraph.split(name), flat.producer(of: "\(node):\(k)") != nil else {
+            throw ImportError.malformed(SourceLocation(file: flat.file, place: "tensor '\(name)'"), reason: "no node of this name")
+        }
+        return "\(node):\(k)"
+    }
+
+    /// Ops that read nothing useful to anyone: never outputs.
+    static let notOutputs: Set<String> = ["Const", "NoOp", "Assert", "Placeholder", "VarHandleOp", "Print", "PrintV2", "SaveV2",
+                                          "RestoreV2", "AssignVariableOp", "MergeV2Checkpoints", "ShardedFilename", "StringJoin"]
+
+    /// Output 0 of every op whose outputs no op reads (in file order), named after the node.
+    static func unreadOutputs(_ flat: TFFlatGraph) throws -> [(String, String)] {
+        var read: Set<String> = []
+        for op in flat.ops { for i in op.inputs { if let (name, _) = TFFlatGraph.split(flat.resolve(i)) { read.insert(name) } } }
+        let outs = flat.ops.filter { !read.contains($0.name) && !notOutputs.contains($0.op) }.map { ($0.name, "\($0.name):0") }
+        guard !outs.isEmpty else {
+            throw ImportError.malformed(SourceLocation(file: flat.file, place: "GraphDef"), reason: "no output: every node's result is read by another")
+        }
+        return outs
+    }
+}
