@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Keras models through Shrinkwrap, against Keras' own outputs (`make crosscheck-keras`).
 
-For every NAME.h5 / NAME.keras in DIR with its NAME.<ext>.json (inputs and `model(x)`
-outputs, written by Scripts/make_keras_fixtures.py --set=crosscheck in the Keras 2
-and Keras 3 venvs), this script
+For every NAME.h5 / NAME.keras / NAME.savedmodel (folder) / NAME.pb (frozen graph) in DIR
+with its NAME.<ext>.json (inputs and `model(x)` outputs, written by
+Scripts/make_keras_fixtures.py --set=crosscheck in the Keras 2 venv — .h5, SavedModel,
+frozen .pb — and the Keras 3 venv — .keras), this script
   1. runs the Keras file with `shrinkwrap run` and compares every output with Keras';
   2. converts it with `shrinkwrap convert` to .onnx, .tflite, .mlmodel and .mlpackage, and
      runs the .onnx with onnxruntime (ORT_PYTHON, the main venv), the .tflite with
@@ -32,11 +33,21 @@ FORMATS = ["onnx", "tflite", "mlmodel", "mlpackage"]
 
 
 def expected(path):
+    """Keras' inputs and outputs, each as (name, array)."""
     with open(path + ".json") as f:
         j = json.load(f)
-    ins = [np.array(e["data"], dtype=e["dtype"]).reshape(e["shape"]) for e in j["inputs"]]
-    outs = [np.array(e["data"], dtype=np.float32).reshape(e["shape"]) for e in j["outputs"]]
+    ins = [(e["name"], np.array(e["data"], dtype=e["dtype"]).reshape(e["shape"])) for e in j["inputs"]]
+    outs = [(e.get("name"), np.array(e["data"], dtype=np.float32).reshape(e["shape"])) for e in j["outputs"]]
     return ins, outs
+
+
+def paired(ours, theirs):
+    """Our names against Keras' (name, value) list: by name when every Keras name is among ours
+    (a SavedModel's signature sorts its outputs by key), else in order."""
+    names = [n for n, _ in theirs]
+    if all(n is not None and n in ours for n in names):
+        return [ours.index(n) for n in names]
+    return list(range(len(theirs)))
 
 
 def inspect(shrinkwrap, path):
@@ -105,9 +116,11 @@ def coreml_loads(ort_python, path):
 
 def check_file(shrinkwrap, ort_python, path, failed):
     name = os.path.basename(path)
-    ins, want = expected(path)
+    ins, want_named = expected(path)
     input_names, output_names = inspect(shrinkwrap, path)
-    feeds = dict(zip(input_names, ins))
+    feeds = {input_names[k]: ins[j][1] for j, k in enumerate(paired(input_names, ins))}
+    order = paired(output_names, want_named)
+    want = [w for _, w in want_named]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         def report(what, outs):
@@ -117,7 +130,7 @@ def check_file(shrinkwrap, ort_python, path, failed):
             rows.append((what, problems))
         try:
             got = ours_run(shrinkwrap, path, feeds, os.path.join(tmp, "src"), 600)
-            report("shrinkwrap run", [got.get(sanitized(n), np.zeros(0)) for n in output_names])
+            report("shrinkwrap run", [got.get(sanitized(output_names[k]), np.zeros(0)) for k in order])
         except Exception as e:  # noqa: BLE001 - reported as a failed row
             rows.append(("shrinkwrap run", [str(e)]))
         for fmt in FORMATS:
@@ -127,15 +140,19 @@ def check_file(shrinkwrap, ort_python, path, failed):
                 rows.append(("convert → ." + fmt, [last_error(r.stderr)]))
                 continue
             try:
+                # The converted file keeps the source's inputs and outputs, in order.
                 if fmt == "onnx":
-                    report("onnxruntime .onnx", run_onnx(ort_python, out, feeds, tmp))
+                    outs = run_onnx(ort_python, out, feeds, tmp)
+                    report("onnxruntime .onnx", [outs[k] if k < len(outs) else np.zeros(0) for k in order])
                 elif fmt == "tflite":
-                    report("tf.lite .tflite", run_tflite(out, feeds, inspect(shrinkwrap, out)[1]))
+                    names = inspect(shrinkwrap, out)[1]
+                    report("tf.lite .tflite", run_tflite(out, feeds, [names[k] for k in order if k < len(names)]))
                 else:
                     coreml_loads(ort_python, out)
                     _, names = inspect(shrinkwrap, out)
                     got = ours_run(shrinkwrap, out, feeds, os.path.join(tmp, fmt), 600)
-                    report("coremltools loads ." + fmt + ", shrinkwrap runs it", [got.get(sanitized(n), np.zeros(0)) for n in names])
+                    report("coremltools loads ." + fmt + ", shrinkwrap runs it",
+                           [got.get(sanitized(names[k]), np.zeros(0)) if k < len(names) else np.zeros(0) for k in order])
             except Exception as e:  # noqa: BLE001
                 rows.append((fmt, [str(e)]))
     for what, problems in rows:
@@ -147,7 +164,7 @@ def check_file(shrinkwrap, ort_python, path, failed):
 
 def main():
     folder, shrinkwrap, ort_python = sys.argv[1:4]
-    files = sorted(f for f in os.listdir(folder) if f.endswith((".h5", ".keras")))
+    files = sorted(f for f in os.listdir(folder) if f.endswith((".h5", ".keras", ".savedmodel", ".pb")))
     failed, total = [], 0
     for f in files:
         total += check_file(shrinkwrap, ort_python, os.path.join(folder, f), failed)

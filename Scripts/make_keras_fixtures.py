@@ -223,12 +223,39 @@ def main():
         ys = ys if isinstance(ys, (list, tuple)) else [ys]
         path = os.path.join(out, "%s.%s" % (model.name, ext))
         model.save(path)
-        with open(path + ".json", "w") as f:
-            json.dump({"keras": keras.__version__,
-                       "inputs": [{"name": n, "shape": list(d.shape), "dtype": str(d.dtype), "data": d.ravel().tolist()} for n, d in inputs],
-                       "outputs": [{"shape": list(np.shape(y)), "data": np.asarray(y, np.float32).ravel().tolist()} for y in ys]}, f)
-        print(path, os.path.getsize(path))
+        record = {"keras": keras.__version__,
+                  "inputs": [{"name": n, "shape": list(d.shape), "dtype": str(d.dtype), "data": d.ravel().tolist()} for n, d in inputs],
+                  "outputs": [{"name": o, "shape": list(np.shape(y)), "data": np.asarray(y, np.float32).ravel().tolist()}
+                              for o, y in zip(output_names(model), ys)]}
+        paths = [path]
+        if which == "crosscheck" and not KERAS3:
+            paths += save_tensorflow_forms(model, out, inputs)
+        for p in paths:
+            with open(p + ".json", "w") as f:
+                json.dump(record, f)
+            print(p, os.path.getsize(p) if os.path.isfile(p) else "(folder)")
 
+
+def output_names(model):
+    """The output layers' names, in the order model(x) returns them."""
+    return [t.name.split("/")[0].split(":")[0] for t in model.outputs] if KERAS3 else list(model.output_names)
+
+
+def save_tensorflow_forms(model, out, inputs):
+    """TF 2.12 only: the model as a SavedModel folder (model.save) and as a frozen GraphDef
+    (the concrete function of model(x), variables made constants, its While loops kept as
+    functional While ops, as tf.function traced them). The frozen graph's placeholders are
+    named after the Keras inputs."""
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+    folder = os.path.join(out, model.name + ".savedmodel")
+    model.save(folder)
+    specs = [tf.TensorSpec((None,) + tuple(d.shape[1:]), d.dtype, name=n) for n, d in inputs]
+    fn = tf.function(lambda *xs: model(list(xs) if len(xs) > 1 else xs[0], training=False))
+    frozen = convert_variables_to_constants_v2(fn.get_concrete_function(*specs), lower_control_flow=False)
+    pb = os.path.join(out, model.name + ".pb")
+    with open(pb, "wb") as f:
+        f.write(frozen.graph.as_graph_def().SerializeToString())
+    return [folder, pb]
 
 if __name__ == "__main__":
     main()

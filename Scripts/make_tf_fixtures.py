@@ -18,8 +18,14 @@
   models/NAME.pb      the same function frozen (convert_variables_to_constants_v2)
   models/models.json  per model: the signature's input and output keys, the frozen graph's
                       placeholder and output node names, a seeded input and TensorFlow's outputs
-  models/while.pb     a frozen graph with a While loop, a made-up op ("ShrinkwrapMadeUp") and
-                      control flow, for the unsupported-op list (not runnable)
+  models/while.pb     a frozen graph with a While loop lowered to TF1 control flow, a made-up op
+                      ("ShrinkwrapMadeUp"), for the unsupported-op list (not runnable)
+  models/recurrent*   Keras LSTM / GRU / SimpleRNN layers: TF2 While loops over TensorLists, in
+                      the SavedModel and in the frozen graph (frozen with lower_control_flow=False,
+                      so the loops stay functional While ops)
+  models/branchy*     a tf.Module with a tf.cond and a tf.while_loop whose condition and trip
+                      count come from the input's shape (known at import)
+  models/datawhile.pb a frozen loop whose trip count depends on the data (refused)
 
 usage: make_tf_fixtures.py [--models] OUT_DIR   (default: Tests/ShrinkwrapTensorFlowTests/Fixtures;
        --models writes only models/)
@@ -317,6 +323,27 @@ def keras_shapes():
     return tf.keras.Model(x, y, name="shapes"), (2, 6, 6, 4)
 
 
+def keras_recurrent():
+    L = tf.keras.layers
+    x = tf.keras.Input((5, 3), name="sequence")
+    y = L.LSTM(4, return_sequences=True)(x)
+    y = L.GRU(3, return_sequences=True, go_backwards=True)(y)
+    y = L.SimpleRNN(2)(y)
+    return tf.keras.Model(x, y, name="recurrent"), (2, 5, 3)
+
+
+class Branchy(tf.Module):
+    """A tf.cond and a tf.while_loop decided by the input's shape: the importer takes the
+    branch and unrolls the loop (its trip count, the input's width, computed at import)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def __call__(self, x):
+        width = tf.shape(x)[1]
+        y = tf.cond(width > 2, lambda: x * 2.0, lambda: x - 1.0)
+        _, total = tf.while_loop(lambda i, a: i < width, lambda i, a: (i + 1, a * 0.5 + y), [tf.constant(0), tf.zeros_like(x)])
+        return {"total": total}
+
+
 class Resizer(tf.Module):
     def __init__(self, rng):
         super().__init__(name="resizer")
@@ -334,8 +361,8 @@ class Resizer(tf.Module):
         return {"resized": flat, "small": tf.math.rsqrt(tf.square(e) + 1.0)}
 
 
-def frozen(function):
-    graph = convert_variables_to_constants_v2(function).graph
+def frozen(function, lower_control_flow=True):
+    graph = convert_variables_to_constants_v2(function, lower_control_flow=lower_control_flow).graph
     return graph.as_graph_def(), [t.name for t in graph.inputs], [t.name for t in graph.outputs]
 
 
@@ -356,13 +383,16 @@ def prune(saved):
     model.ParseFromString(open(path, "rb").read())
     graph = model.meta_graphs[0].graph_def
     functions = {f.signature.name: f for f in graph.library.function}
-    keep, stack = set(), [n.attr["f"].func.name for n in graph.node if "f" in n.attr and n.name == "StatefulPartitionedCall"]
+    def called(nodes):  # every function a node names: call ops' f, While's cond / body, If's branches
+        return [v.func.name for n in nodes for v in n.attr.values() if v.func.name]
+
+    keep, stack = set(), called(n for n in graph.node if n.op in ("StatefulPartitionedCall", "PartitionedCall"))
     while stack:
         name = stack.pop()
         if name in keep or name not in functions:
             continue
         keep.add(name)
-        stack += [n.attr["f"].func.name for n in functions[name].node_def if "f" in n.attr]
+        stack += called(functions[name].node_def)
     kept = [functions[k] for k in sorted(keep)]
     del graph.library.function[:]
     graph.library.function.extend(kept)
@@ -375,8 +405,9 @@ def prune(saved):
 
 
 def write_model(folder, name, saved, function, serving, x):
-    """The frozen graph of `function` and what `serving` (the loaded signature) answers for `x`."""
-    graph_def, inputs, outputs = frozen(function)
+    """The frozen graph of `function` (its While loops kept as While ops) and what `serving`
+    (the loaded signature) answers for `x`."""
+    graph_def, inputs, outputs = frozen(function, lower_control_flow=False)
     tf.io.write_graph(graph_def, folder, name + ".pb", as_text=False)
     input_key = list(serving.structured_input_signature[1])[0]
     answer = serving(**{input_key: tf.constant(x)})
@@ -405,6 +436,14 @@ def write_control_flow(folder):
     made_up.input.append(graph_def.node[-2].name)
     tf.io.write_graph(graph_def, folder, "while.pb", as_text=False)
 
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32, name="x")])
+    def data_loop(x):
+        _, y = tf.while_loop(lambda i, y: tf.reduce_sum(y) < 100.0, lambda i, y: (i + 1, y * 2.0 + 1.0), [tf.constant(0), x])
+        return y
+
+    graph_def, _, _ = frozen(data_loop.get_concrete_function(), lower_control_flow=False)
+    tf.io.write_graph(graph_def, folder, "datawhile.pb", as_text=False)
+
 
 def write_models(folder):
     rng = np.random.default_rng(SEED + 1)
@@ -431,6 +470,19 @@ def write_models(folder):
     x = rng.standard_normal((1, 10, 12, 3)).astype(np.float32)
     function = tf.function(lambda t: module(t)).get_concrete_function(tf.TensorSpec([None, 10, 12, 3], tf.float32, name="input"))
     record["resize"] = write_model(folder, "resize", saved, function, serving, x)
+    model, shape = keras_recurrent()
+    saved = os.path.join(folder, model.name)
+    model.save(saved)
+    spec = tf.TensorSpec((None,) + shape[1:], tf.float32, name="input")
+    function = tf.function(lambda t, m=model: m(t, training=False)).get_concrete_function(spec)
+    serving = tf.saved_model.load(saved).signatures["serving_default"]
+    record[model.name] = write_model(folder, model.name, saved, function, serving, rng.standard_normal(shape).astype(np.float32))
+    module = Branchy()
+    saved = os.path.join(folder, "branchy")
+    tf.saved_model.save(module, saved, signatures={"serving_default": module.__call__.get_concrete_function()})
+    serving = tf.saved_model.load(saved).signatures["serving_default"]
+    function = tf.function(lambda t: module(t)).get_concrete_function(tf.TensorSpec([None, 4], tf.float32, name="input"))
+    record["branchy"] = write_model(folder, "branchy", saved, function, serving, rng.standard_normal((3, 4)).astype(np.float32))
     write_control_flow(folder)
     for name in record:
         prune(os.path.join(folder, name))

@@ -30,21 +30,23 @@ enum ModelBundle {
     /// Manifests and label files larger than this are refused.
     static let textLimit = 64 << 20
 
-    static func load(folder path: String) throws -> Graph {
+    static func load(folder path: String, options: ImportOptions = ImportOptions()) throws -> Graph {
         let dir = URL(fileURLWithPath: path)
         // A Core ML package (X.mlpackage: Manifest.json and Data/): the ML Program importer.
         if dir.pathExtension.lowercased() == "mlpackage" || MLPackage.isPackage(dir),
            let format = ModelFormats.all.first(where: { $0.extensions.contains("mlpackage") }) {
-            return try format.importer(dir)
+            try options.check(for: format, file: path)
+            return try format.importer(dir, options)
         }
         // A TensorFlow SavedModel (saved_model.pb and variables/): the TensorFlow importer.
         if FileManager.default.fileExists(atPath: dir.appendingPathComponent("saved_model.pb").path),
            let format = ModelFormats.all.first(where: { $0.name == "tensorflow" }) {
-            return try format.importer(dir)
+            try options.check(for: format, file: path)
+            return try format.importer(dir, options)
         }
         let manifest = dir.appendingPathComponent(manifestName)
         if FileManager.default.fileExists(atPath: manifest.path) {
-            return try load(manifest: manifest.path)
+            return try load(manifest: manifest.path, options: options)
         }
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
@@ -58,10 +60,10 @@ enum ModelBundle {
             let labelText = labels.isEmpty ? "no dict.txt / labels.txt" : labels.joined(separator: " and ")
             throw ImportError.unreadable(file: path, reason: "is a folder without \(manifestName), and not a bundle of exactly one model file and one dict.txt or labels.txt (found \(found), \(labelText))")
         }
-        return try assemble(modelFile: models[0], labelsFile: labels[0], modelType: nil, folder: dir, describedBy: path)
+        return try assemble(modelFile: models[0], labelsFile: labels[0], modelType: nil, folder: dir, describedBy: path, options: options)
     }
 
-    static func load(manifest path: String) throws -> Graph {
+    static func load(manifest path: String, options: ImportOptions = ImportOptions()) throws -> Graph {
         func bad(_ place: String, _ reason: String) -> ImportError {
             ImportError.malformed(SourceLocation(file: path, place: place), reason: reason)
         }
@@ -83,7 +85,7 @@ enum ModelBundle {
         let labelsFile = try string("labelsFile", required: false)
         let modelType = try string("modelType", required: false)
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-        return try assemble(modelFile: modelFile, labelsFile: labelsFile, modelType: modelType, folder: folder, describedBy: path)
+        return try assemble(modelFile: modelFile, labelsFile: labelsFile, modelType: modelType, folder: folder, describedBy: path, options: options)
     }
 
     /// `relative` inside `folder`, or an error naming the manifest and key.
@@ -115,14 +117,16 @@ enum ModelBundle {
         }
     }
 
-    static func assemble(modelFile: String, labelsFile: String?, modelType: String?, folder: URL, describedBy source: String) throws -> Graph {
+    static func assemble(modelFile: String, labelsFile: String?, modelType: String?, folder: URL, describedBy source: String,
+                         options: ImportOptions = ImportOptions()) throws -> Graph {
         let modelURL = try resolve(modelFile, key: "modelFile", in: folder, describedBy: source)
         guard let format = ModelFormats.format(for: modelURL), format.extensions.contains(URL(fileURLWithPath: modelFile).pathExtension.lowercased()) else {
             throw ImportError.malformed(SourceLocation(file: source, place: "\"modelFile\""),
                                         reason: "'\(modelFile)' is not a model file Shrinkwrap reads (.onnx, .mlmodel, .tflite)")
         }
         // Errors inside the model name the model file as its path in the bundle (not the symlink-resolved one).
-        var graph = try format.importer(folder.appendingPathComponent(modelFile))
+        try options.check(for: format, file: source)
+        var graph = try format.importer(folder.appendingPathComponent(modelFile), options)
         if let labelsFile {
             let labelsURL = try resolve(labelsFile, key: "labelsFile", in: folder, describedBy: source)
             let display = folder.appendingPathComponent(labelsFile).path

@@ -15,8 +15,10 @@ public struct ModelFormat: Sendable {
     public let title: String
     /// File extensions, lowercase, without the dot.
     public let extensions: [String]
-    /// Imports a file of this format.
-    public let importer: @Sendable (URL) throws -> Graph
+    /// Imports a file of this format, with the options it reads (`importOptions`).
+    public let importer: @Sendable (URL, ImportOptions) throws -> Graph
+    /// The `ImportOptions` the importer reads (others are refused by `Models.load`).
+    public var importOptions: [ImportOptions.Key] = []
     /// Ops (in the format's own vocabulary) the importer accepts.
     public let supportedOps: [String]
     /// Serializes a graph to this format (nil for a format without an exporter).
@@ -93,7 +95,7 @@ public struct ExportOptions: Sendable, Equatable {
 /// The format registry: one line per format.
 public enum ModelFormats {
     public static let all: [ModelFormat] = [
-        ModelFormat(name: "onnx", title: "ONNX", extensions: ["onnx"], importer: { try ONNXImporter.importModel(at: $0) },
+        ModelFormat(name: "onnx", title: "ONNX", extensions: ["onnx"], importer: { url, _ in try ONNXImporter.importModel(at: url) },
                     supportedOps: ONNXImporter.supportedOps,
                     exporter: { g, _ in
                         let (data, layout) = try ONNXExporter.exportWithLayout(ModelFormats.typingOutputs(ModelFormats.freeingFlexibleDims(g)))
@@ -102,18 +104,18 @@ public enum ModelFormats {
                     exportedOps: ONNXExporter.supportedOps.filter { OpTable[$0] != nil },  // IR ops (import-only forms like Upsample are not)
                     weightStorage: ONNXExporter.weightStorage, storedWeights: ONNXExporter.storedWeights, needsFixedShapes: false,
                     flexibleShapes: "the dims that vary are written free"),
-        ModelFormat(name: "coreml", title: CoreMLExporter.format, extensions: ["mlmodel"], importer: { try CoreMLImporter.importModel(at: $0) },
+        ModelFormat(name: "coreml", title: CoreMLExporter.format, extensions: ["mlmodel"], importer: { url, _ in try CoreMLImporter.importModel(at: url) },
                     supportedOps: CoreMLImporter.supportedLayers,
                     exporter: { g, _ in ExportedModel(data: try CoreMLExporter.export(g, preparing: { try ExportPreparation.prepare($0, format: CoreMLExporter.format, keepingLoops: true).graph })) },
                     exportedOps: CoreMLExporter.supportedOps, weightStorage: CoreMLExporter.weightStorage,
                     storedWeights: CoreMLExporter.storedWeights, needsFixedShapes: true,
                     flexibleShapes: "size ranges or enumerated shapes, when no layer depends on the sizes that vary", vocabulary: "layer types"),
-        ModelFormat(name: "tflite", title: TFLiteExporter.format, extensions: ["tflite"], importer: { try TFLiteImporter.importModel(at: $0) },
+        ModelFormat(name: "tflite", title: TFLiteExporter.format, extensions: ["tflite"], importer: { url, _ in try TFLiteImporter.importModel(at: url) },
                     supportedOps: TFLiteImporter.supportedOps,
                     exporter: { g, _ in ExportedModel(data: try TFLiteExporter.export(try ExportPreparation.prepare(g, format: TFLiteExporter.format, keepingLoops: true).graph)) },
                     exportedOps: TFLiteExporter.supportedOps, weightStorage: TFLiteExporter.weightStorage,
                     storedWeights: TFLiteExporter.storedWeights, needsFixedShapes: true, flexibleShapes: nil, vocabulary: "builtin ops"),
-        ModelFormat(name: "mlpackage", title: MILExporter.format, extensions: ["mlpackage"], importer: { try MILImporter.importPackage(at: $0) },
+        ModelFormat(name: "mlpackage", title: MILExporter.format, extensions: ["mlpackage"], importer: { url, _ in try MILImporter.importPackage(at: url) },
                     supportedOps: MILImporter.supportedOps,
                     exporter: { g, o in try ModelFormats.exportPackage(g, o) },
                     exportOptions: [.target, .precision],
@@ -122,11 +124,14 @@ public enum ModelFormats {
                     flexibleShapes: "size ranges or enumerated shapes, when no op depends on the sizes that vary",
                     storedWeightsUnder: { o in o.target.flatMap(MILExporter.Target.init(named:)).map(MILExporter.storedWeights(for:)) }),
         // Read only: Keras 2 .h5 (model_config + model_weights) and Keras 3 .keras.
-        ModelFormat(name: "keras", title: "Keras", extensions: ["h5", "keras", "hdf5"], importer: { try KerasImporter.importModel(at: $0) },
+        ModelFormat(name: "keras", title: "Keras", extensions: ["h5", "keras", "hdf5"], importer: { url, _ in try KerasImporter.importModel(at: url) },
                     supportedOps: KerasImporter.supportedLayers, exporter: nil, exportedOps: [], weightStorage: "(read only)",
                     storedWeights: .everything, needsFixedShapes: false, flexibleShapes: nil, vocabulary: "layer classes"),
         // Read only: a frozen GraphDef (.pb) or a SavedModel folder (ModelBundle sends folders holding saved_model.pb here).
-        ModelFormat(name: "tensorflow", title: "TensorFlow", extensions: ["pb"], importer: { try TensorFlowImporter.importModel(at: $0) },
+        ModelFormat(name: "tensorflow", title: "TensorFlow", extensions: ["pb"], importer: { url, o in
+                        try TensorFlowImporter.importModel(at: url, inputs: o.inputs, outputs: o.outputs, signature: o.signature ?? "serving_default",
+                                                           evaluate: ShapeDerivedValues.evaluate)
+                    }, importOptions: [.inputs, .outputs, .signature],
                     supportedOps: TensorFlowImporter.supportedOps, exporter: nil, exportedOps: [], weightStorage: "(read only)",
                     storedWeights: .everything, needsFixedShapes: false, flexibleShapes: nil, vocabulary: "ops"),
     ]

@@ -11,17 +11,21 @@ public enum Models {
 
     /// Loads a model of any registered format, or an ML Kit / AutoML Vision
     /// Edge bundle: a folder, or its manifest.json (see `ModelBundle`).
-    public static func load(_ path: String) throws -> Graph {
+    /// `options` name what the file does not say (a TensorFlow graph's inputs
+    /// and outputs, a SavedModel's signature); a format that does not read
+    /// one of them is an error.
+    public static func load(_ path: String, options: ImportOptions = ImportOptions()) throws -> Graph {
         let url = URL(fileURLWithPath: path)
         var isDir: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDir)
-        if exists && isDir.boolValue { return try ModelBundle.load(folder: path) }
+        if exists && isDir.boolValue { return try ModelBundle.load(folder: path, options: options) }
         let isManifest = url.pathExtension.lowercased() == "json"
         guard isManifest || ModelFormats.format(for: url) != nil else { throw ImportError.unknownFormat(file: path, expected: ModelFormats.readableExtensions) }
         guard exists else { throw ImportError.unreadable(file: path, reason: "no such file") }
-        if isManifest { return try ModelBundle.load(manifest: path) }
+        if isManifest { return try ModelBundle.load(manifest: path, options: options) }
         guard let f = ModelFormats.format(for: url) else { throw ImportError.unknownFormat(file: path, expected: ModelFormats.readableExtensions) }
-        return try f.importer(url)
+        try options.check(for: f, file: path)
+        return try f.importer(url, options)
     }
 
     /// The bytes a model is made of, for its size and digest in reports: a

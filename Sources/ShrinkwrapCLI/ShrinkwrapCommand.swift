@@ -51,6 +51,8 @@ struct Inspect: ParsableCommand {
     @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
+
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
@@ -63,7 +65,7 @@ struct Inspect: ParsableCommand {
     var weightsNPZ: String?
 
     func run() throws {
-        let graph = try Models.load(model)
+        let graph = try Models.load(model, options: source.options)
         if let weightsNPZ {
             let summary = try WeightsNPZ.write(graph, to: URL(fileURLWithPath: weightsNPZ), protecting: [URL(fileURLWithPath: model)])
             FileHandle.standardError.write(Data("wrote \(weightsNPZ): \(summary.line)\n".utf8))
@@ -84,6 +86,8 @@ struct Run: ParsableCommand {
 
     @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
+
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
 
     @Option(name: .shortAndLong, help: "An input as NAME=FILE (or just FILE for a single-input model): .npy, or a PNG / JPEG image. Repeat for more inputs.")
     var input: [String] = []
@@ -106,7 +110,7 @@ struct Run: ParsableCommand {
     var top = 5
 
     func run() throws {
-        var graph = try Models.load(model)
+        var graph = try Models.load(model, options: source.options)
         try shapes.apply(to: &graph)
         let options = try prep.options()
         let inputs: [String: Tensor]
@@ -155,6 +159,8 @@ struct Bench: ParsableCommand {
     @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
+
     @Option(help: "Timed runs after warm-up.")
     var runs = 20
 
@@ -185,7 +191,7 @@ struct Bench: ParsableCommand {
     @OptionGroup var shapes: ShapeFlags
 
     func run() throws {
-        var graph = try Models.load(model)
+        var graph = try Models.load(model, options: source.options)
         try shapes.apply(to: &graph)
         let options = try prep.options()
         var samples: InputSet?
@@ -201,6 +207,31 @@ struct Bench: ParsableCommand {
         let result = try Benchmark.run(graph, samples: samples, runs: runs, warmup: warmup, threads: threads, profile: profile)
         for line in result.profile?.lines(top: profileNodes) ?? [] { print(line) }
         print(result.summary(model: model, json: json))
+    }
+}
+
+/// --inputs / --outputs / --signature, for every command that reads a model: what a
+/// TensorFlow graph's file does not say (formats that read none of them refuse them).
+struct ImportFlags: ParsableArguments {
+    @Option(name: .customLong("inputs"), help: ArgumentHelp(
+        "TensorFlow: the tensors to read as the model's inputs (NAME or NAME:K, comma-separated or repeated; for a SavedModel also its signature's input keys), instead of the graph's placeholders / the signature's inputs. The graph above them is cut off.",
+        valueName: "NAMES"))
+    var inputs: [String] = []
+
+    @Option(name: .customLong("outputs"), help: ArgumentHelp(
+        "TensorFlow: the tensors to read as the model's outputs (as --inputs), instead of the ops nobody reads / the signature's outputs.",
+        valueName: "NAMES"))
+    var outputs: [String] = []
+
+    @Option(help: ArgumentHelp("TensorFlow SavedModel: the signature to read (default serving_default).", valueName: "KEY"))
+    var signature: String?
+
+    var options: ImportOptions {
+        func names(_ values: [String]) -> [String]? {
+            let all = values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
+            return all.isEmpty ? nil : all
+        }
+        return ImportOptions(inputs: names(inputs), outputs: names(outputs), signature: signature)
     }
 }
 
@@ -305,6 +336,8 @@ struct Compress: ParsableCommand {
     @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
 
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
+
     @OptionGroup var compression: CompressionFlags
 
     @OptionGroup var shapes: ShapeFlags
@@ -325,7 +358,7 @@ struct Compress: ParsableCommand {
             throw CLIError(description: "--\(key.rawValue) applies to none of the outputs")
         }
         for o in output { try Models.checkWritable(o, inputs: [model], options: output.count > 1 ? options(o) : export.options) }
-        var graph = try Models.load(model)
+        var graph = try Models.load(model, options: source.options)
         try shapes.apply(to: &graph)
         for o in output { try Models.checkStorable(graph, plan: plan, path: o, options: options(o)) }  // every conflict, before compressing
         let stats = try Models.calibrate(graph, plan: plan, specs: compression.calibration, options: .forLoadedModels,
@@ -354,6 +387,8 @@ struct Convert: ParsableCommand {
 
     @Argument(help: ArgumentHelp(modelArgumentHelp))
     var model: String
+
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The converted model (\(ModelFormats.writableExtensions))."))
     var output: String
@@ -439,7 +474,7 @@ struct Convert: ParsableCommand {
         let checks = gates.any || !data.reports.isEmpty
         if checks, !data.given { throw CLIError(description: "--report and the --min-* gates need --data (or --random N)") }
         if !checks, data.given { throw CLIError(description: "--data / --random check the written model: add --report or a --min-* gate") }
-        var graph = try Models.load(model)
+        var graph = try Models.load(model, options: source.options)
         try shapes.apply(to: &graph)
         try Models.apply(opts, to: &graph)
         try Models.checkStorable(graph, plan: plan, path: output, options: export.options)  // every conflict, before compressing

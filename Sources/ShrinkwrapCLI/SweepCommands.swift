@@ -213,6 +213,8 @@ struct SweepCommand: ParsableCommand {
     @Argument(help: "The model file.")
     var model: String
 
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
+
     @OptionGroup var data: DataFlags
 
     @OptionGroup var shapes: ShapeFlags
@@ -279,7 +281,7 @@ struct SweepCommand: ParsableCommand {
 
     func run() throws {
         if let b = batch, b < 1 { throw CLIError(description: "--batch must be at least 1, got \(b)") }
-        var graph = try Models.load(model)
+        var graph = try Models.load(model, options: source.options)
         try shapes.apply(to: &graph)
         let set = try data.load(graph: graph, quiet: quiet)
         var o = SweepOptions()
@@ -344,6 +346,8 @@ struct Compare: ParsableCommand {
     @Argument(help: "The candidate model.")
     var candidate: String
 
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
+
     @OptionGroup var data: DataFlags
 
     @OptionGroup var shapes: ShapeFlags
@@ -363,7 +367,11 @@ struct Compare: ParsableCommand {
     @OptionGroup var gates: GateFlags
 
     func run() throws {
-        var ref = try Models.load(reference), cand = try Models.load(candidate)
+        // --inputs / --outputs / --signature: for whichever of the two models reads them (an error when neither does).
+        let o = source.options
+        let (refOptions, candOptions) = (o.applying(to: reference), o.applying(to: candidate))
+        var ref = try Models.load(reference, options: refOptions.given.isEmpty && candOptions.given.isEmpty ? o : refOptions)
+        var cand = try Models.load(candidate, options: candOptions)
         try shapes.apply(to: &ref)
         try shapes.apply(to: &cand)
         let set = try data.load(graph: ref, quiet: quiet)
@@ -393,6 +401,8 @@ struct Prepare: ParsableCommand {
     @Argument(help: "The model file (its inputs decide shapes, layout and dtype).")
     var model: String
 
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
+
     @OptionGroup var data: DataFlags
 
     @OptionGroup var shapes: ShapeFlags
@@ -402,7 +412,7 @@ struct Prepare: ParsableCommand {
 
     func run() throws {
         guard data.reports.isEmpty else { throw CLIError(description: "prepare writes no report; drop --report") }
-        var graph = try Models.load(model)
+        var graph = try Models.load(model, options: source.options)
         try shapes.apply(to: &graph)
         let set = try data.load(graph: graph)
         let dir = URL(fileURLWithPath: outDir)

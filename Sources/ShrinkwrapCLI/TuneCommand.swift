@@ -20,6 +20,8 @@ struct TuneCommand: ParsableCommand {
     @Argument(help: "The model file.")
     var model: String
 
+    @OptionGroup(title: "TensorFlow graphs") var source: ImportFlags
+
     @OptionGroup var data: DataFlags
 
     @Option(name: .customLong("calibration"), help: ArgumentHelp("Data to choose on and fit the data-aware methods to (the forms --data takes); without it, --data serves both and the report says so.", valueName: "data"))
@@ -82,7 +84,7 @@ struct TuneCommand: ParsableCommand {
         let reads = [model] + data.data + calibration
         try Models.checkWritable(output, inputs: reads, options: export.options)
         if let p = planOut, reads.contains(p) || p == output { throw CLIError(description: "--plan-out \(p) would overwrite an input or the model") }
-        var graph = try Models.load(model)
+        var graph = try Models.load(model, options: source.options)
         try shapes.apply(to: &graph)
         // Every input set is read and checked before any work.
         let validation = try data.load(graph: graph, quiet: quiet)

@@ -129,13 +129,10 @@ extension CoreMLLayerWriters {
         let integer = ys[2] % xs[2] == 0 && ys[3] % xs[3] == 0
         switch mode {
         case "nearest":
-            // Core ML's nearest upsampling reads input ⌊i / s⌋: ONNX's asymmetric + floor, or
-            // half-pixel + round (ties cannot occur for integer factors).
+            // Core ML's nearest upsampling reads input ⌊i / s⌋ (`nearestResizeFloorsQuotient`).
             guard integer else { throw LayerWriterError("nearest resizing by a non-integer factor") }
-            let nm = string(n, "nearest_mode", "round_prefer_floor")
-            let halfPixel = ["half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn"].contains(ct)
-            guard (ct == "asymmetric" && nm == "floor") || (halfPixel && nm.hasPrefix("round")) else {
-                throw LayerWriterError("nearest resizing with \(ct) coordinates and \(nm) rounding")
+            guard n.nearestResizeFloorsQuotient else {
+                throw LayerWriterError("nearest resizing with \(ct) coordinates and \(string(n, "nearest_mode", "round_prefer_floor")) rounding")
             }
             l.upsample.scalingFactor = [UInt64(ys[2] / xs[2]), UInt64(ys[3] / xs[3])]
             l.upsample.mode = .nn

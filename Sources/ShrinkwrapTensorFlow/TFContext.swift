@@ -4,7 +4,9 @@ import TensorFlowSchema
 /// Importer state while TensorFlow ops become IR nodes: the flattened graph,
 /// the nodes and constants emitted, and which IR value each TF tensor is.
 struct TFContext {
-    let graph: TFFlatGraph
+    /// The graph being translated: the model's, or while a loop or branch runs
+    /// one, that function's body (`call`).
+    private(set) var graph: TFFlatGraph
     var file: String { graph.file }
     var nodes: [Node] = []
     private(set) var constants: [Constant] = []
@@ -16,10 +18,20 @@ struct TFContext {
     private var used: NameAllocator
     /// The tensor a variable handle (VarHandleOp node name) holds.
     let variable: (TFOp) throws -> Tensor
+    /// TensorLists by the name standing for them in `values` (never an IR value).
+    var lists: [String: TFList] = [:]
+    /// The graph's inputs, for `evaluate`.
+    var inputInfos: [ValueInfo] = []
+    /// Computes values the graph derives from input shapes (a loop's trip count); nil: refused.
+    let evaluate: ImportEvaluator?
+    /// Ops of function bodies translated so far (loops unrolled, branches taken), and how deep the calls are.
+    private var calledOps = 0
+    private var depth = 0
 
-    init(graph: TFFlatGraph, variable: @escaping (TFOp) throws -> Tensor) {
+    init(graph: TFFlatGraph, variable: @escaping (TFOp) throws -> Tensor, evaluate: ImportEvaluator?) {
         self.graph = graph
         self.variable = variable
+        self.evaluate = evaluate
         used = NameAllocator(taken: graph.ops.map(\.name))
     }
 
@@ -34,7 +46,8 @@ struct TFContext {
 
     /// The IR name of output `k` of `op`: the node's name for output 0, "name:k" after.
     mutating func output(_ op: TFOp, _ k: Int = 0) -> String {
-        let name = k == 0 ? op.name : "\(op.name):\(k)"
+        var name = k == 0 ? op.name : "\(op.name):\(k)"
+        if defined.contains(name) { name = fresh(name) }
         values["\(op.name):\(k)"] = name
         defined.insert(name)
         return name
@@ -52,11 +65,24 @@ struct TFContext {
     /// The IR value of a TF reference, if translated.
     func value(of ref: String) -> String? { values[graph.resolve(ref)] }
 
-    /// The IR value of `op`'s data input `i`.
+    /// The IR value of `op`'s data input `i` (a tensor, not a TensorList).
     func input(_ op: TFOp, _ i: Int) throws -> String {
+        let v = try anyInput(op, i)
+        guard lists[v] == nil else { throw unsupported(op, "input \(i) ('\(op.inputs[i])') is a TensorList, which only the list ops read") }
+        return v
+    }
+
+    /// What stands for `op`'s input `i`: an IR value or a TensorList (ops that pass either on).
+    func anyInput(_ op: TFOp, _ i: Int) throws -> String {
         guard i < op.inputs.count else { throw malformed(op, "has \(op.inputs.count) inputs, needs at least \(i + 1)") }
         guard let v = value(of: op.inputs[i]) else { throw malformed(op, "input \(i) ('\(op.inputs[i])') is not computed before it") }
         return v
+    }
+
+    /// The TensorList `op`'s input `i` is.
+    func list(_ op: TFOp, _ i: Int) throws -> TFList {
+        guard let l = lists[try anyInput(op, i)] else { throw malformed(op, "input \(i) ('\(op.inputs[i])') is not a TensorList") }
+        return l
     }
 
     func arity(_ op: TFOp, _ n: Int) throws {
@@ -65,8 +91,15 @@ struct TFContext {
 
     // MARK: - Emitting
 
+    /// Emits a node; integer / boolean arithmetic on known values becomes a constant instead (`TFFolding`).
     mutating func emit(_ opType: String, _ inputs: [String], _ outputs: [String], _ attrs: [String: Attribute] = [:], name: String = "") {
         for o in outputs { defined.insert(o) }
+        let args = inputs.compactMap { known[$0] }
+        if outputs.count == 1, args.count == inputs.count, let t = TFFolding.fold(opType, args, attrs) {
+            constants.append(Constant(name: outputs[0], tensor: t))
+            known[outputs[0]] = t
+            return
+        }
         nodes.append(Node(name: name.isEmpty ? (outputs.first ?? opType) : name, opType: opType, inputs: inputs, outputs: outputs, attributes: attrs))
     }
 
@@ -89,6 +122,60 @@ struct TFContext {
 
     mutating func int64s(_ values: [Int], name: String) -> String {
         constant(Tensor(ints: values.map(Int64.init), shape: [values.count]), name: name)
+    }
+
+    /// Records that IR value `value` (computed by nodes) is `tensor` whatever the inputs.
+    mutating func learn(_ value: String, _ tensor: Tensor) { known[value] = tensor }
+
+    /// Known values of IR values by name.
+    func knownValue(_ value: String) -> Tensor? { known[value] }
+
+    // MARK: - Functions
+
+    /// Translates library function `f` (named by `op`'s attribute `key`) on
+    /// `args` into this graph, its values named under `prefix`; returns the
+    /// IR values it returns. Loops and branches run their bodies this way.
+    mutating func call(_ op: TFOp, function key: String, args: [String], prefix: String) throws -> [String] {
+        guard case .func(let ref)? = attr(op, key), let f = graph.function(named: ref.name) else {
+            throw malformed(op, "attribute '\(key)' names no library function")
+        }
+        let body = try TFFlatGraph(function: f, prefix: prefix, library: graph, depth: depth)
+        guard body.arguments.count == args.count else {
+            throw malformed(op, "passes \(args.count) values to '\(ref.name)', which takes \(body.arguments.count)")
+        }
+        calledOps += body.ops.count
+        guard calledOps <= TFFlatGraph.maxOps else {
+            throw unsupported(op, "more than \(TFFlatGraph.maxOps) ops in the bodies of loops and branches")
+        }
+        let (outerGraph, outerValues) = (graph, values)
+        graph = body
+        values = [:]
+        depth += 1
+        defer {
+            graph = outerGraph
+            values = outerValues
+            depth -= 1
+        }
+        for (a, v) in zip(body.arguments, args) { values[a] = v }
+        try TFGraphBuilder.translate(&self, outputs: body.returns, stops: Set(body.arguments))
+        return try body.returns.enumerated().map { k, r in
+            guard let v = value(of: r) else { throw malformed(op, "'\(ref.name)' never computes its output \(k)") }
+            return v
+        }
+    }
+
+    /// The values of IR values `names`, computed from the graph so far by `evaluate`.
+    func evaluated(_ names: [String], for op: TFOp) throws -> [Tensor] {
+        guard let evaluate else {
+            throw unsupported(op, "values computed from input shapes at run time (this importer was given no evaluator)")
+        }
+        let read = Set(nodes.flatMap(\.inputs)).union(names)
+        let g = Graph(name: "", inputs: inputInfos, outputs: names.map { ValueInfo(name: $0, dtype: nil, shape: nil) }, nodes: nodes,
+                      constants: constants.filter { read.contains($0.name) })
+        let values: [Tensor]
+        do { values = try evaluate(g) } catch { throw unsupported(op, "cannot compute \(names) at import: \(error)") }
+        guard values.count == names.count else { throw unsupported(op, "cannot compute \(names) at import") }
+        return values
     }
 
     // MARK: - Constant inputs

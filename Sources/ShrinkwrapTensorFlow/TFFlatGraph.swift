@@ -26,6 +26,9 @@ struct TFFlatGraph {
     /// Reference → the reference it stands for (follow with `resolve`).
     private(set) var aliases: [String: String] = [:]
     private let functions: [String: Tensorflow_FunctionDef]
+    /// For a function body (`init(function:…)`): its arguments' and return values' references.
+    private(set) var arguments: [String] = []
+    private(set) var returns: [String] = []
 
     static let callOps: Set<String> = ["StatefulPartitionedCall", "PartitionedCall"]
     /// Inlining depth and the total op count over every inlined body.
@@ -39,6 +42,43 @@ struct TFFlatGraph {
         self.functions = functions
         try add(graph.node, scope: Scope(prefix: "", args: nil, function: nil), depth: 0)
     }
+
+    /// A function body on its own, for an op that runs it (a While's cond and
+    /// body, an If's branches): each argument becomes an `_Arg` op named
+    /// `prefix` + its name, the nodes are named `prefix` + theirs, and calls
+    /// inside are inlined as in a graph. `depth` counts the functions around it.
+    init(function f: Tensorflow_FunctionDef, prefix: String, library: TFFlatGraph, depth: Int) throws {
+        file = library.file
+        functions = library.functions
+        let sig = f.signature
+        let place = "function '\(sig.name)'"
+        guard depth < Self.maxDepth else {
+            throw ImportError.unsupported(SourceLocation(file: file, place: place), what: "functions nested more than \(Self.maxDepth) deep")
+        }
+        var args: [String: String] = [:]
+        for a in sig.inputArg {
+            let name = prefix + a.name
+            guard byName[name] == nil else {
+                throw ImportError.malformed(SourceLocation(file: file, place: place), reason: "two arguments named '\(a.name)'")
+            }
+            byName[name] = ops.count
+            ops.append(TFOp(name: name, op: "_Arg", inputs: [], attrs: [:], place: "argument '\(a.name)' (\(place))"))
+            args[a.name] = name + ":0"
+            arguments.append(name + ":0")
+        }
+        var scope = Scope(prefix: prefix, args: args, function: sig.name)
+        for n in f.nodeDef { scope.bodyOps[n.name] = n.op }
+        try add(f.nodeDef, scope: scope, depth: depth + 1)
+        for out in sig.outputArg {
+            guard let ret = f.ret[out.name] else {
+                throw ImportError.malformed(SourceLocation(file: file, place: place), reason: "returns nothing for output '\(out.name)'")
+            }
+            returns.append(try reference(ret, scope: scope, place: "\(place) ret '\(out.name)'"))
+        }
+    }
+
+    /// The library function of this name.
+    func function(named name: String) -> Tensorflow_FunctionDef? { functions[name] }
 
     /// The op producing reference `ref` ("node:k"), after aliases.
     func producer(of ref: String) -> (op: TFOp, output: Int)? {

@@ -6,58 +6,108 @@ import TensorFlowSchema
 /// dependency order.
 enum TFGraphBuilder {
     /// `inputs` nil: every Placeholder the outputs depend on, named after its node.
+    /// `declared`: the signature's TensorInfo of inputs and outputs by name (a SavedModel's), for their types and shapes.
     static func build(_ flat: TFFlatGraph, inputs: [(name: String, ref: String)]?, outputs: [(name: String, ref: String)],
-                      variable: @escaping (TFOp) throws -> Tensor, version: String) throws -> Graph {
+                      declared: [String: Tensorflow_TensorInfo] = [:],
+                      variable: @escaping (TFOp) throws -> Tensor, evaluate: ImportEvaluator?, version: String) throws -> Graph {
         let stops = Set((inputs ?? []).map { flat.resolve($0.ref) })
         let needed = try reachable(flat, from: outputs.map(\.ref), stoppingAt: stops)
         let ins = inputs ?? needed.filter { flat.ops[$0].op == "Placeholder" }.map { (flat.ops[$0].name, "\(flat.ops[$0].name):0") }
-        try checkSupported(flat, needed.filter { !stops.contains("\(flat.ops[$0].name):0") })
-        var c = TFContext(graph: flat, variable: variable)
-        var inputInfos: [ValueInfo] = []
+        var c = TFContext(graph: flat, variable: variable, evaluate: evaluate)
         for (name, ref) in ins {
             guard let (op, _) = flat.producer(of: ref) else {
                 throw ImportError.malformed(SourceLocation(file: flat.file, place: "input '\(name)'"), reason: "names no node")
             }
             let info = inputInfo(name, op, c)
             c.bind(ref, to: info.name)
-            inputInfos.append(info)
+            c.inputInfos.append(info)
         }
+        try translate(&c, outputs: outputs.map(\.ref), stops: stops)
+        var outputNames: [String] = []
+        for (name, ref) in outputs {
+            guard let v = c.value(of: ref) else {
+                throw ImportError.malformed(SourceLocation(file: flat.file, place: "output '\(name)'"), reason: "tensor '\(ref)' is never computed")
+            }
+            guard c.lists[v] == nil else {
+                throw ImportError.unsupported(SourceLocation(file: flat.file, place: "output '\(name)'"), what: "a TensorList as a graph output")
+            }
+            if v == name && !outputNames.contains(name) && !c.inputInfos.contains(where: { $0.name == name }) {
+                outputNames.append(name)
+                continue
+            }
+            let out = c.defined.contains(name) || outputNames.contains(name) ? c.fresh(name) : name
+            c.nodes.append(Node(name: out, opType: "Identity", inputs: [v], outputs: [out]))
+            outputNames.append(out)
+        }
+        let outputInfos = zip(outputNames, outputs).map { outputInfo($0, $1.ref, flat, declared: declared[$1.name]) }
+        let nodes = live(c.nodes.cancellingInverseTransposes(keeping: Set(outputNames)), outputs: outputNames)
+        var read = Set(nodes.flatMap(\.inputs))
+        read.formUnion(outputNames)
+        let graph = Graph(name: "", inputs: c.inputInfos, outputs: outputInfos,
+                          nodes: nodes,
+                          constants: c.constants.filter { read.contains($0.name) }, sourceFormat: "TensorFlow", sourceVersion: version)
+        return try graph.checkedAgainstOpTable(file: flat.file)
+    }
+
+    /// Translates the ops of `c.graph` that `outputs` need, in dependency order,
+    /// not looking past `stops` (inputs bound already); every unsupported op listed at once.
+    static func translate(_ c: inout TFContext, outputs: [String], stops: Set<String>) throws {
+        let flat = c.graph
+        let needed = try reachable(flat, from: outputs, stoppingAt: stops)
+        try checkSupported(flat, needed.filter { !stops.contains("\(flat.ops[$0].name):0") })
         for i in try ordered(flat, needed) {
             let op = flat.ops[i]
             if stops.contains("\(op.name):0") || (op.op == "Placeholder" && c.value(of: "\(op.name):0") != nil) { continue }
             guard let translate = TFOps.table[op.op] else { continue }  // checked above
             try translate(&c, op)
         }
-        var outputNames: [String] = []
-        for (name, ref) in outputs {
-            guard let v = c.value(of: ref) else {
-                throw ImportError.malformed(SourceLocation(file: flat.file, place: "output '\(name)'"), reason: "tensor '\(ref)' is never computed")
-            }
-            if v == name && !outputNames.contains(name) && !inputInfos.contains(where: { $0.name == name }) {
-                outputNames.append(name)
-                continue
-            }
-            let out = c.defined.contains(name) || outputNames.contains(name) ? c.fresh(name) : name
-            c.emit("Identity", [v], [out], name: out)
-            outputNames.append(out)
+    }
+
+    /// `nodes` (in dependency order) without those no output depends on: the
+    /// conditions of unrolled loops, values only shape arithmetic read.
+    static func live(_ nodes: [Node], outputs: [String]) -> [Node] {
+        var needed = Set(outputs)
+        var keep = [Bool](repeating: false, count: nodes.count)
+        for (k, n) in nodes.enumerated().reversed() where n.outputs.contains(where: { needed.contains($0) }) {
+            keep[k] = true
+            needed.formUnion(n.readNames)
         }
-        let nodes = c.nodes.cancellingInverseTransposes(keeping: Set(outputNames))
-        var read = Set(nodes.flatMap(\.inputs))
-        read.formUnion(outputNames)
-        let graph = Graph(name: "", inputs: inputInfos, outputs: outputNames.map { ValueInfo(name: $0, dtype: nil, shape: nil) },
-                          nodes: nodes,
-                          constants: c.constants.filter { read.contains($0.name) }, sourceFormat: "TensorFlow", sourceVersion: version)
-        return try graph.checkedAgainstOpTable(file: flat.file)
+        return nodes.indices.filter { keep[$0] }.map { nodes[$0] }
     }
 
     /// The graph input for a Placeholder (or another op when the caller cut the graph there).
     static func inputInfo(_ name: String, _ op: TFOp, _ c: TFContext) -> ValueInfo {
         let dtype = (try? c.dtype(op, "dtype")) ?? (try? c.dtype(op, "T"))
-        guard case .shape(let s)? = c.attr(op, "shape"), !s.unknownRank else { return ValueInfo(name: name, dtype: dtype, shape: nil) }
-        let dims: [Dim] = s.dim.enumerated().map { k, d in
-            d.size >= 0 ? .fixed(Int(d.size)) : .symbolic(k == 0 ? "batch" : "\(name)_d\(k)")
+        guard case .shape(let s)? = c.attr(op, "shape") else { return ValueInfo(name: name, dtype: dtype, shape: nil) }
+        return ValueInfo(name: name, dtype: dtype, shape: dims(s, name: name))
+    }
+
+    /// A TensorFlow shape as IR dims: unknown sizes symbolic ("batch" on axis 0); nil for an unknown rank.
+    static func dims(_ s: Tensorflow_TensorShapeProto, name: String) -> [Dim]? {
+        guard !s.unknownRank else { return nil }
+        return s.dim.enumerated().map { k, d in d.size >= 0 ? .fixed(Int(d.size)) : .symbolic(k == 0 ? "batch" : "\(name)_d\(k)") }
+    }
+
+    /// An output's type and shape as the model declares them: the signature's
+    /// TensorInfo, else the producing op's attributes (T / dtype / out_type,
+    /// _output_shapes); unknown parts stay nil.
+    static func outputInfo(_ name: String, _ ref: String, _ flat: TFFlatGraph, declared: Tensorflow_TensorInfo?) -> ValueInfo {
+        if let declared, let dtype = DType(tensorFlow: declared.dtype) {
+            return ValueInfo(name: name, dtype: dtype, shape: declared.hasTensorShape ? dims(declared.tensorShape, name: name) : nil)
         }
-        return ValueInfo(name: name, dtype: dtype, shape: dims)
+        guard let (op, k) = flat.producer(of: ref) else { return ValueInfo(name: name, dtype: nil, shape: nil) }
+        var dtype: DType?
+        for key in ["T", "dtype", "out_type", "DstT", "Tout"] {
+            switch op.attrs[key]?.value {
+            case .type(let t)?: dtype = DType(tensorFlow: t)
+            case .list(let l)? where k < l.type.count: dtype = DType(tensorFlow: l.type[k])
+            default: continue
+            }
+            break
+        }
+        var shape: [Dim]?
+        if case .list(let l)? = op.attrs["_output_shapes"]?.value, k < l.shape.count { shape = dims(l.shape[k], name: name) }
+        return ValueInfo(name: name, dtype: dtype, shape: shape)
     }
 
     /// Indices of the ops the outputs depend on (data inputs only), not looking past `stops`.

@@ -208,10 +208,14 @@ extension TFOps {
         let align = c.bool(op, "align_corners"), half = c.bool(op, "half_pixel_centers")
         guard !(align && half) else { throw c.unsupported(op, "align_corners together with half_pixel_centers") }
         var attrs: [String: Attribute] = ["mode": .string(linear ? "linear" : "nearest")]
-        attrs["coordinate_transformation_mode"] = .string(align ? "align_corners" : half ? "half_pixel" : "asymmetric")
-        // TensorFlow's nearest neighbour: floor without centres, round with align_corners,
-        // floor((out + ½)·scale) with half-pixel centres (= half_pixel, ties up).
-        if !linear { attrs["nearest_mode"] = .string(align || half ? "round_prefer_ceil" : "floor") }
+        if linear {
+            attrs["coordinate_transformation_mode"] = .string(align ? "align_corners" : half ? "half_pixel" : "asymmetric")
+        } else {
+            // TensorFlow's nearest neighbour (as the TFLite importer writes it): floor without
+            // centres, round (ties up) with align_corners, floor((out + ½)·scale) with half-pixel centres.
+            attrs["coordinate_transformation_mode"] = .string(align ? "align_corners" : half ? "tf_half_pixel_for_nn" : "asymmetric")
+            attrs["nearest_mode"] = .string(align ? "round_prefer_ceil" : "floor")
+        }
         let x = toNCHW(&c, try c.input(op, 0))
         let shape = c.apply("Shape", [x], base: op.name + "_shape")
         let nc = c.apply("Slice", [shape, c.int64s([0], name: op.name + "_zero"), c.int64s([2], name: op.name + "_two")], base: op.name + "_nc")

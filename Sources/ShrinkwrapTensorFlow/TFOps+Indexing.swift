@@ -1,7 +1,7 @@
 import ShrinkwrapIR
 import TensorFlowSchema
 
-/// StridedSlice, Slice and Gather.
+/// StridedSlice, Slice and Gather (GatherV2, Gather, ResourceGather).
 extension TFOps {
     static let indexing: [String: Translator] = [
         "StridedSlice": stridedSlice,
@@ -22,6 +22,11 @@ extension TFOps {
             c.emit("Gather", [try c.input(op, 0), try c.input(op, 1)], [c.output(op)], ["axis": .int(axis[0])])
         },
         "Gather": { c, op in try simple(&c, op, "Gather", arity: 2, ["axis": .int(0)]) },
+        // Rows of a variable (Keras' Embedding in a SavedModel): the handle's tensor, gathered on axis 0.
+        "ResourceGather": { c, op in
+            guard c.int(op, "batch_dims", 0) == 0 else { throw c.unsupported(op, "batch_dims \(c.int(op, "batch_dims", 0))") }
+            try simple(&c, op, "Gather", arity: 2, ["axis": .int(0)])
+        },
     ]
 
     /// A Slice into `op`'s output (the input itself when nothing is cut).

@@ -5,6 +5,17 @@ import TensorFlowSchema
 /// (Shape casts its int64 result); inputs the IR wants as int64 (Reshape's
 /// shape, Tile's repeats, Expand's shape) are converted at import or cast.
 extension TFOps {
+    /// ZerosLike / OnesLike: `value` of input 0's type (attribute T) expanded to its shape.
+    static func filledLike(_ c: inout TFContext, _ op: TFOp, _ value: Int) throws {
+        try c.arity(op, 1)
+        let type = try c.dtype(op, "T")
+        let scalar = type.isFloatingPoint ? Tensor(dtype: type, shape: [], storage: .float([Float(value)]))
+            : type == .bool ? Tensor(bools: [value != 0], shape: []) : Tensor(ints: [Int64(value)], shape: [], dtype: type)
+        let fill = c.constant(scalar, name: op.name + "_value")
+        let shape = c.apply("Shape", [try c.input(op, 0)], base: op.name + "_shape")
+        c.emit("Expand", [fill, shape], [c.output(op)])
+    }
+
     static let shapes: [String: Translator] = [
         "Reshape": { c, op in
             try c.arity(op, 2)
@@ -53,6 +64,17 @@ extension TFOps {
             c.emit("Expand", [try c.input(op, 1), try c.int64Input(op, 0)], [c.output(op)])
         },
         "Range": { c, op in try simple(&c, op, "Range", arity: 3) },
+        "ZerosLike": { c, op in try filledLike(&c, op, 0) },
+        "OnesLike": { c, op in try filledLike(&c, op, 1) },
+        // Reversed along the given axes: a Slice with step -1 on each.
+        "ReverseV2": { c, op in
+            try c.arity(op, 2)
+            let axes = try c.ints(op, 1, "axis")
+            guard !axes.isEmpty else { return c.alias(op, 0, to: try c.input(op, 0)) }
+            guard axes.count <= 64 else { throw c.malformed(op, "axis \(axes)") }
+            emitSlice(&c, op, try c.input(op, 0), starts: axes.map { _ in -1 }, ends: axes.map { _ in Int(Int64.min) }, axes: axes,
+                      steps: axes.map { _ in -1 })
+        },
         "Shape": { c, op in
             try c.arity(op, 1)
             let type = (try? c.dtype(op, "out_type")) ?? .int32

@@ -18,11 +18,13 @@ enum TFOps {
         for (k, v) in convolutions { t[k] = v }
         for (k, v) in shapes { t[k] = v }
         for (k, v) in indexing { t[k] = v }
+        for (k, v) in lists { t[k] = v }
+        for (k, v) in controlFlowOps { t[k] = v }
         return t
     }()
 
-    /// Control flow: refused with its own reason.
-    static let controlFlow: Set<String> = ["While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase", "Switch", "Merge",
+    /// Control flow not translated (TF1's frames, Case): refused with its own reason.
+    static let controlFlow: Set<String> = ["Case", "StatelessCase", "Switch", "Merge",
                                            "Enter", "Exit", "NextIteration", "LoopCond", "For", "RefSwitch", "RefMerge", "RefEnter"]
 
     static let unary: [String: String] = [
@@ -71,7 +73,7 @@ enum TFOps {
         "Identity": forward, "StopGradient": forward, "Snapshot": forward, "PreventGradient": forward,
         "CheckNumerics": forward, "EnsureShape": forward, "PlaceholderWithDefault": forward, "ReadVariableOp": forward,
         "IdentityN": { c, op in
-            for k in op.inputs.indices { c.alias(op, k, to: try c.input(op, k)) }
+            for k in op.inputs.indices { c.alias(op, k, to: try c.anyInput(op, k)) }
         },
         "NoOp": { _, _ in },
         "VarHandleOp": { c, op in
@@ -81,10 +83,10 @@ enum TFOps {
         "Placeholder": { c, op in throw c.unsupported(op, "a Placeholder that is not among the graph's inputs") },
     ]
 
-    /// Identity-like ops: output 0 is input 0.
+    /// Identity-like ops: output 0 is input 0 (a tensor or a TensorList).
     static let forward: Translator = { c, op in
         try c.arity(op, 1)
-        c.alias(op, 0, to: try c.input(op, 0))
+        c.alias(op, 0, to: try c.anyInput(op, 0))
     }
 
     // MARK: - Elementwise with a twist

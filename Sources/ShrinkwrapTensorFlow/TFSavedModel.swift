@@ -14,7 +14,8 @@ import TensorFlowSchema
 /// (shared_name) is looked up among the entries' full names, then as an entry
 /// itself (TF1 checkpoints).
 enum TFSavedModel {
-    static func importModel(pb: URL, bytes: [UInt8], inputs: [String]?, outputs: [String]?, signature: String) throws -> Graph {
+    static func importModel(pb: URL, bytes: [UInt8], inputs: [String]?, outputs: [String]?, signature: String,
+                            evaluate: ImportEvaluator? = nil) throws -> Graph {
         let file = pb.path
         let model: Tensorflow_SavedModel = try TensorBundle.message(bytes, file: file, place: "SavedModel")
         guard let meta = model.metaGraphs.first(where: { $0.metaInfoDef.tags.contains("serve") }) ?? model.metaGraphs.first else {
@@ -25,8 +26,10 @@ enum TFSavedModel {
         let ins = try inputs.map { try $0.map { name in (name, try sigInputs.first { $0.0 == name }?.1 ?? TensorFlowImporter.ref(name, flat)) } }
         let outs = try outputs.map { try $0.map { name in (name, try sigOutputs.first { $0.0 == name }?.1 ?? TensorFlowImporter.ref(name, flat)) } }
         let variables = Variables(folder: pb.deletingLastPathComponent(), meta: meta, file: file)
-        return try TFGraphBuilder.build(flat, inputs: ins ?? sigInputs, outputs: outs ?? sigOutputs,
-                                        variable: { try variables.tensor($0) }, version: "\(meta.graphDef.versions.producer)")
+        var declared: [String: Tensorflow_TensorInfo] = [:]
+        for (key, info) in meta.signatureDef[signature]?.outputs ?? [:] { declared[key] = info }
+        return try TFGraphBuilder.build(flat, inputs: ins ?? sigInputs, outputs: outs ?? sigOutputs, declared: declared,
+                                        variable: { try variables.tensor($0) }, evaluate: evaluate, version: "\(meta.graphDef.versions.producer)")
     }
 
     /// The signature's inputs and outputs, sorted by key, as (key, reference).

@@ -9,7 +9,7 @@ import XCTest
 /// Scripts/make_tf_fixtures.py saved (Fixtures/models), as SavedModels and frozen graphs.
 final class TensorFlowImporterTests: XCTestCase {
     static let models = TensorFlowFixtures.dir.appendingPathComponent("models")
-    static let names = ["cnn", "mlp", "resize", "shapes"]
+    static let names = ["branchy", "cnn", "mlp", "recurrent", "resize", "shapes"]
 
     struct Values: Decodable {
         var shape: [Int]
@@ -56,8 +56,13 @@ final class TensorFlowImporterTests: XCTestCase {
         XCTAssertEqual(Set(cases.keys), Set(Self.names))
         for name in Self.names {
             let c = try XCTUnwrap(cases[name])
-            let graph = try TensorFlowImporter.importModel(at: Self.models.appendingPathComponent(name))
+            let graph = try TensorFlowImporter.importModel(at: Self.models.appendingPathComponent(name), evaluate: ShapeDerivedValues.evaluate)
             XCTAssertEqual(graph.outputs.map(\.name), c.outputOrder, name)
+            // The signature declares the outputs' types and shapes.
+            for o in graph.outputs {
+                XCTAssertEqual(o.dtype, .float32, "\(name) \(o.name)")
+                XCTAssertEqual(o.shape?.count, c.outputs[o.name]?.shape.count, "\(name) \(o.name)")
+            }
             let error = try maxError(graph, c, inputName: c.input, outputs: c.outputOrder.compactMap { k in c.outputs[k].map { (k, $0) } }, name)
             XCTAssertLessThanOrEqual(error, 1e-4, name)
             print("SavedModel \(name): max relative error \(error), \(graph.nodes.count) nodes, \(graph.constants.count) constants")
@@ -68,7 +73,7 @@ final class TensorFlowImporterTests: XCTestCase {
         let cases = try Self.cases()
         for name in Self.names {
             let c = try XCTUnwrap(cases[name])
-            let graph = try TensorFlowImporter.importModel(at: Self.models.appendingPathComponent(name + ".pb"))
+            let graph = try TensorFlowImporter.importModel(at: Self.models.appendingPathComponent(name + ".pb"), evaluate: ShapeDerivedValues.evaluate)
             let outputNames = c.frozenOutputs.map { $0.hasSuffix(":0") ? String($0.dropLast(2)) : $0 }
             XCTAssertEqual(graph.outputs.map(\.name), outputNames, name)
             let expected = zip(outputNames, c.outputOrder).compactMap { n, k in c.outputs[k].map { (n, $0) } }
@@ -128,6 +133,27 @@ final class TensorFlowImporterTests: XCTestCase {
         XCTAssertFalse(text.contains("\n"))
     }
 
+    /// Keras' LSTM / GRU / SimpleRNN are While loops over TensorLists: unrolled, one body per step
+    /// (the sequence length, 5, comes from Shape of the input: the evaluator computes it).
+    func testKerasRecurrentLoopsAreUnrolled() throws {
+        let graph = try TensorFlowImporter.importModel(at: Self.models.appendingPathComponent("recurrent"), evaluate: ShapeDerivedValues.evaluate)
+        XCTAssertFalse(graph.nodes.contains { ["Loop", "If"].contains($0.opType) })
+        XCTAssertEqual(graph.nodes.filter { $0.opType == "Tanh" }.count, 5 * 2 + 5 + 5, "LSTM: 2 tanh per step, GRU: 1, SimpleRNN: 1")
+        // Without an evaluator the trip count is not known at import: refused, naming the loop.
+        let folder = Self.models.appendingPathComponent("recurrent")
+        let text = errorText { _ = try TensorFlowImporter.importModel(at: folder) }
+        XCTAssertTrue(text.hasPrefix("\(folder.path)/saved_model.pb: node '"), text)
+        XCTAssertTrue(text.contains("(StatelessWhile): unsupported: values computed from input shapes at run time"), text)
+    }
+
+    func testALoopWhoseTripCountDependsOnTheDataIsRefused() {
+        let url = Self.models.appendingPathComponent("datawhile.pb")
+        let text = errorText { _ = try TensorFlowImporter.importModel(at: url, evaluate: ShapeDerivedValues.evaluate) }
+        XCTAssertTrue(text.hasPrefix("\(url.path): node 'while' (StatelessWhile): unsupported: "), text)
+        XCTAssertTrue(text.contains("a loop whose condition is computed from data at run time"), text)
+        XCTAssertFalse(text.contains("\n"))
+    }
+
     func testABadSignatureNameListsTheSignatures() {
         let folder = Self.models.appendingPathComponent("cnn")
         let text = errorText { _ = try TensorFlowImporter.importModel(at: folder, signature: "predict") }
@@ -181,10 +207,12 @@ final class TensorFlowImporterTests: XCTestCase {
     func testSupportedOpsNameTheMainOps() {
         let ops = Set(TensorFlowImporter.supportedOps)
         for op in ["Conv2D", "DepthwiseConv2dNative", "Conv2DBackpropInput", "MatMul", "FusedBatchNormV3", "StridedSlice", "ResizeBilinear",
-                   "ConcatV2", "ReadVariableOp", "Pack", "Unpack", "SplitV", "GatherV2", "Select"] {
+                   "ConcatV2", "ReadVariableOp", "Pack", "Unpack", "SplitV", "GatherV2", "Select", "StatelessWhile", "StatelessIf",
+                   "TensorListSetItem", "TensorListStack", "ReverseV2", "ZerosLike"] {
             XCTAssertTrue(ops.contains(op), op)
         }
-        XCTAssertFalse(ops.contains("While"))
+        // TF1 control flow (frames) is refused.
+        XCTAssertFalse(ops.contains("Enter") || ops.contains("Merge") || ops.contains("Switch"))
         XCTAssertEqual(TensorFlowImporter.supportedOps, TensorFlowImporter.supportedOps.sorted())
     }
 }

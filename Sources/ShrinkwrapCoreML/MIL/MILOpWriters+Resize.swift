@@ -58,10 +58,8 @@ extension MILOpWriters {
             guard zip(xs.suffix(2), ys.suffix(2)).allSatisfy({ $0.1 % $0.0 == 0 }) else {
                 throw MILWriterError("nearest resizing by a non-integer factor (\(xs) → \(ys))")
             }
-            let nm = n.string("nearest_mode", "round_prefer_floor")
-            let halfPixel = ["half_pixel", "pytorch_half_pixel"].contains(ctm)
-            let floorsQuotient = (["asymmetric", "tf_half_pixel_for_nn"].contains(ctm) && nm == "floor") || (halfPixel && nm.hasPrefix("round"))
-            guard floorsQuotient else {
+            guard n.nearestResizeFloorsQuotient else {
+                let nm = n.string("nearest_mode", "round_prefer_floor")
                 throw MILWriterError("nearest resizing with \(ctm) coordinates and \(nm) rounding (MIL's upsampling reads ⌊i / factor⌋)")
             }
             try w.emit(n, "upsample_nearest_neighbor", [("x", .value(xv)),

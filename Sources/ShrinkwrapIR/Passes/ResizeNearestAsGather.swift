@@ -15,6 +15,18 @@ extension LoweringPass {
     }
 }
 
+extension Node {
+    /// Whether this nearest Resize, by whole factors s, reads input ⌊i / s⌋ —
+    /// what Core ML's nearest upsampling does: asymmetric or
+    /// tf_half_pixel_for_nn coordinates with floor rounding, or half-pixel
+    /// coordinates with rounding (ties cannot occur for whole factors).
+    public var nearestResizeFloorsQuotient: Bool {
+        let ctm = string("coordinate_transformation_mode", "half_pixel"), nm = string("nearest_mode", "round_prefer_floor")
+        return (["asymmetric", "tf_half_pixel_for_nn"].contains(ctm) && nm == "floor")
+            || (["half_pixel", "pytorch_half_pixel"].contains(ctm) && nm.hasPrefix("round"))
+    }
+}
+
 enum ResizeNearestGather {
     static let transforms: Set<String> = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"]
 
