@@ -26,7 +26,7 @@ TOOLS        := .build-tools
 PROTOC_GEN_SWIFT := $(BUILD_DIR)/release/protoc-gen-swift
 TESTDATA     := .testdata
 
-.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf venv-keras3 keras-fixtures build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-keras fuzz-models crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus bench-large quality-inputs bench-quality crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all crosscheck-keras testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
+.PHONY: FORCE test-in-test-build readme demo-release samples install help deps deps-browser venv venv-tf venv-keras3 keras-fixtures build test unit-tests lint crosscheck crosscheck-compression test-coreml-matrix test-gates crosscheck-sweep crosscheck-inputs test-html demo bench schemas schemas-check check-tflite-schema fuzz fuzz-flatbuffers fuzz-tflite fuzz-keras fuzz-models fuzz-tensorflow crosscheck-mlprogram crosscheck-mlprogram-quick check-macos bench-corpus bench-large quality-inputs bench-quality crosscheck-tflite crosscheck-tflite-export crosscheck-onnx-export crosscheck-onnx-export-all crosscheck-keras testdata corpus corpus-list corpus-facts corpus-baseline deps-corpus venv-corpus corpus-inputs corpus-inputs-verify coverage corpus-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-28s %s\n", $$1, $$2}'
@@ -132,7 +132,7 @@ FUZZ_DIR  := .build/fuzz
 FUZZ_RUNS ?= 1000000
 FUZZ_LINK ?= -use-ld=lld   # gold prints thousands of harmless ASan "Cannot export local symbol" warnings
 
-fuzz: fuzz-flatbuffers fuzz-tflite fuzz-keras fuzz-models ## run every fuzzer, FUZZ_RUNS (1 M) executions each
+fuzz: fuzz-flatbuffers fuzz-tflite fuzz-keras fuzz-models fuzz-tensorflow ## run every fuzzer, FUZZ_RUNS (1 M) executions each
 
 $(FUZZ_DIR)/flatbuffers-fuzz: Fuzz/FlatBuffersFuzz/main.swift $(wildcard Sources/FlatBuffers/*.swift)
 	mkdir -p $(FUZZ_DIR)
@@ -214,6 +214,35 @@ fuzz-models: deps $(FUZZ_DIR)/model-fuzz ## fuzz ONNX / Core ML import, the inte
 	@echo "model fuzz seeds: $$(ls $(FUZZ_DIR)/model-seeds | wc -l) files$(if $(wildcard $(TESTDATA)/onnx-node),, (samples only: make testdata adds the ONNX suites))"
 	SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/model-fuzz -runs=$(FUZZ_RUNS) -timeout=30 -rss_limit_mb=4096 -max_len=65536 \
 	  -artifact_prefix=$(FUZZ_DIR)/model- $(FUZZ_DIR)/model-corpus $(FUZZ_DIR)/model-seeds
+
+# The TensorFlow importer (frozen GraphDefs, SavedModels, tensor bundles) as one module on the SwiftProtobuf
+# library above: IR + TensorFlow schema + importer sources without their cross-module imports (all but SwiftProtobuf's).
+TENSORFLOW_FUZZ_MODULES := ShrinkwrapIR ShrinkwrapIR/Ops ShrinkwrapIR/Passes TensorFlowSchema ShrinkwrapTensorFlow
+TENSORFLOW_FUZZ_SOURCES := $(wildcard $(addsuffix /*.swift,$(addprefix Sources/,$(TENSORFLOW_FUZZ_MODULES))))
+TENSORFLOW_FIXTURES     := Tests/ShrinkwrapTensorFlowTests/Fixtures
+$(FUZZ_DIR)/tensorflow-fuzz: Fuzz/TensorFlowFuzz/main.swift $(TENSORFLOW_FUZZ_SOURCES) $(PROTOBUF_FUZZ_LIB)
+	rm -rf $(FUZZ_DIR)/tensorflow-src && mkdir -p $(FUZZ_DIR)/tensorflow-src
+	for f in $(TENSORFLOW_FUZZ_SOURCES); do \
+	  sed -E '/^import (ShrinkwrapIR|TensorFlowSchema)$$/d' $$f > $(FUZZ_DIR)/tensorflow-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
+	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -swift-version 5 -module-name TensorFlowFuzz $(FUZZ_LINK) \
+	  -I $(dir $(PROTOBUF_FUZZ_LIB)) $(FUZZ_DIR)/tensorflow-src/*.swift Fuzz/TensorFlowFuzz/main.swift $(PROTOBUF_FUZZ_LIB) -o $@
+
+# Seeds: the importer's fixtures under 128 KiB behind the byte that picks the reader: frozen GraphDefs (0), each
+# SavedModel's saved_model.pb (1 + 3k, its variables copied to tensorflow-savedmodels/k), every bundle's index
+# and data (2, then the index's length as 4 little-endian bytes).
+fuzz-tensorflow: deps $(FUZZ_DIR)/tensorflow-fuzz ## fuzz the TensorFlow importer (GraphDef, SavedModel, tensor bundle) for FUZZ_RUNS executions (seeds: its test fixtures)
+	rm -rf $(FUZZ_DIR)/tensorflow-seeds $(FUZZ_DIR)/tensorflow-savedmodels && mkdir -p $(FUZZ_DIR)/tensorflow-seeds $(FUZZ_DIR)/tensorflow-corpus
+	for f in $$(find $(TENSORFLOW_FIXTURES) -name '*.pb' ! -name saved_model.pb ! -name fingerprint.pb -size -128k | LC_ALL=C sort); do \
+	  printf '\000' | cat - $$f > $(FUZZ_DIR)/tensorflow-seeds/graphdef_$$(basename $$f); done
+	k=0; for f in $$(find $(TENSORFLOW_FIXTURES) -name saved_model.pb -size -128k | LC_ALL=C sort); do d=$$(dirname $$f); \
+	  mkdir -p $(FUZZ_DIR)/tensorflow-savedmodels/$$k && cp -r $$d/variables $(FUZZ_DIR)/tensorflow-savedmodels/$$k/; \
+	  printf "\\$$(printf %03o $$((1 + 3 * k)))" | cat - $$f > $(FUZZ_DIR)/tensorflow-seeds/savedmodel_$${k}_$$(basename $$d).pb; k=$$((k + 1)); done
+	for f in $$(find $(TENSORFLOW_FIXTURES) -name '*.index' | LC_ALL=C sort); do n=$${f#$(TENSORFLOW_FIXTURES)/}; \
+	  python3 -c 'import sys, struct; i, d = (open(f, "rb").read() for f in sys.argv[1:]); sys.stdout.buffer.write(b"\x02" + struct.pack("<I", len(i)) + i + d)' \
+	    $$f $${f%.index}.data-00000-of-00001 > $(FUZZ_DIR)/tensorflow-seeds/bundle_$$(echo $${n%.index} | tr / _); done
+	find $(FUZZ_DIR)/tensorflow-seeds -size +127k -print -delete
+	SWIFT_BACKTRACE=enable=no TENSORFLOW_FUZZ_SAVEDMODELS=$(FUZZ_DIR)/tensorflow-savedmodels $(FUZZ_DIR)/tensorflow-fuzz -runs=$(FUZZ_RUNS) \
+	  -timeout=10 -rss_limit_mb=2048 -max_len=131072 -artifact_prefix=$(FUZZ_DIR)/tensorflow- $(FUZZ_DIR)/tensorflow-corpus $(FUZZ_DIR)/tensorflow-seeds
 
 # --- test data (generated, git-ignored) --------------------------------------
 TESTDATA_STAMP := $(TESTDATA)/.stamp
@@ -493,7 +522,7 @@ $(KERAS_CROSSCHECK_STAMP): Scripts/make_keras_fixtures.py $(VENV_TF)/.stamp $(VE
 	$(VENV_TF)/bin/python Scripts/make_keras_fixtures.py $(@D) --set=crosscheck
 	$(VENV_KERAS3)/bin/python Scripts/make_keras_fixtures.py $(@D) --set=crosscheck
 	touch $@
-crosscheck-keras: deps venv venv-tf venv-keras3 build $(KERAS_CROSSCHECK_STAMP) ## Keras' model(x) vs shrinkwrap on .h5 / .keras models and their four conversions (rel <= 1e-4)
+crosscheck-keras: deps venv venv-tf venv-keras3 build $(KERAS_CROSSCHECK_STAMP) ## Keras' model(x) vs shrinkwrap on .h5 / .keras / SavedModel / frozen .pb models and their four conversions (rel <= 1e-4)
 	$(VENV_TF)/bin/python Scripts/keras_crosscheck.py $(TESTDATA)/keras-crosscheck $(BIN) $(PY)
 
 # Every storage form the ONNX writer has: float32 round trip, fp16, int8 / uint8 per tensor and

@@ -244,18 +244,27 @@ def output_names(model):
 def save_tensorflow_forms(model, out, inputs):
     """TF 2.12 only: the model as a SavedModel folder (model.save) and as a frozen GraphDef
     (the concrete function of model(x), variables made constants, its While loops kept as
-    functional While ops, as tf.function traced them). The frozen graph's placeholders are
+    functional While ops, as tf.function traced them) — and, for a model with loops, frozen
+    with them lowered to TF1 control flow (NAME.tf1.pb). The frozen graphs' placeholders are
     named after the Keras inputs."""
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
     folder = os.path.join(out, model.name + ".savedmodel")
     model.save(folder)
     specs = [tf.TensorSpec((None,) + tuple(d.shape[1:]), d.dtype, name=n) for n, d in inputs]
     fn = tf.function(lambda *xs: model(list(xs) if len(xs) > 1 else xs[0], training=False))
-    frozen = convert_variables_to_constants_v2(fn.get_concrete_function(*specs), lower_control_flow=False)
+    concrete = fn.get_concrete_function(*specs)
+    graph_def = convert_variables_to_constants_v2(concrete, lower_control_flow=False).graph.as_graph_def()
     pb = os.path.join(out, model.name + ".pb")
     with open(pb, "wb") as f:
-        f.write(frozen.graph.as_graph_def().SerializeToString())
-    return [folder, pb]
+        f.write(graph_def.SerializeToString())
+    paths = [folder, pb]
+    if any(n.op in ("While", "StatelessWhile") for n in graph_def.node):
+        # Frozen the default way too: the loops lowered to TF1 control flow (Enter / Merge / Switch / Exit frames).
+        lowered = os.path.join(out, model.name + ".tf1.pb")
+        with open(lowered, "wb") as f:
+            f.write(convert_variables_to_constants_v2(concrete).graph.as_graph_def().SerializeToString())
+        paths.append(lowered)
+    return paths
 
 if __name__ == "__main__":
     main()

@@ -18,11 +18,13 @@
   models/NAME.pb      the same function frozen (convert_variables_to_constants_v2)
   models/models.json  per model: the signature's input and output keys, the frozen graph's
                       placeholder and output node names, a seeded input and TensorFlow's outputs
-  models/while.pb     a frozen graph with a While loop lowered to TF1 control flow, a made-up op
-                      ("ShrinkwrapMadeUp"), for the unsupported-op list (not runnable)
+  models/while.pb     a frozen graph with a While loop and a data-dependent tf.cond, both lowered to
+                      TF1 control flow (the loop imports, the cond's Switch / Merge do not), and a
+                      made-up op ("ShrinkwrapMadeUp"), for the unsupported-op list
   models/recurrent*   Keras LSTM / GRU / SimpleRNN layers: TF2 While loops over TensorLists, in
                       the SavedModel and in the frozen graph (frozen with lower_control_flow=False,
-                      so the loops stay functional While ops)
+                      so the loops stay functional While ops); recurrent_tf1.pb: frozen the default
+                      way, the loops lowered to TF1 frames (Enter / Merge / Switch / NextIteration / Exit)
   models/branchy*     a tf.Module with a tf.cond and a tf.while_loop whose condition and trip
                       count come from the input's shape (known at import)
   models/datawhile.pb a frozen loop whose trip count depends on the data (refused)
@@ -428,7 +430,7 @@ def write_control_flow(folder):
     def loop(x):
         i = tf.constant(0)
         _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0), [i, x])
-        return y + 1.0
+        return tf.cond(tf.reduce_sum(y) > 0.0, lambda: y + 1.0, lambda: y - 1.0)
 
     graph_def, _, _ = frozen(loop.get_concrete_function())
     made_up = graph_def.node.add()
@@ -477,6 +479,7 @@ def write_models(folder):
     function = tf.function(lambda t, m=model: m(t, training=False)).get_concrete_function(spec)
     serving = tf.saved_model.load(saved).signatures["serving_default"]
     record[model.name] = write_model(folder, model.name, saved, function, serving, rng.standard_normal(shape).astype(np.float32))
+    tf.io.write_graph(frozen(function)[0], folder, "recurrent_tf1.pb", as_text=False)
     module = Branchy()
     saved = os.path.join(folder, "branchy")
     tf.saved_model.save(module, saved, signatures={"serving_default": module.__call__.get_concrete_function()})

@@ -35,7 +35,8 @@ struct TFContext {
         used = NameAllocator(taken: graph.ops.map(\.name))
     }
 
-    func loc(_ op: TFOp) -> SourceLocation { SourceLocation(file: file, place: "\(op.place) (\(op.op))") }
+    /// Where `op` is, with its type (not for the importer's own `_`-prefixed ops, whose place says what they are).
+    func loc(_ op: TFOp) -> SourceLocation { SourceLocation(file: file, place: op.op.hasPrefix("_") ? op.place : "\(op.place) (\(op.op))") }
     func malformed(_ op: TFOp, _ reason: String) -> ImportError { .malformed(loc(op), reason: reason) }
     func unsupported(_ op: TFOp, _ what: String) -> ImportError { .unsupported(loc(op), what: what) }
 
@@ -140,12 +141,20 @@ struct TFContext {
             throw malformed(op, "attribute '\(key)' names no library function")
         }
         let body = try TFFlatGraph(function: f, prefix: prefix, library: graph, depth: depth)
+        return try run(body, args: args, outputs: body.returns, for: op, what: "'\(ref.name)'")
+    }
+
+    /// Translates the ops of `body` that `outputs` need, its arguments bound to
+    /// `args`, and returns the IR values of `outputs` (a function call, one
+    /// iteration of a loop).
+    mutating func run(_ body: TFFlatGraph, args: [String], outputs: [String], for op: TFOp, what: String) throws -> [String] {
         guard body.arguments.count == args.count else {
-            throw malformed(op, "passes \(args.count) values to '\(ref.name)', which takes \(body.arguments.count)")
+            throw malformed(op, "passes \(args.count) values to \(what), which takes \(body.arguments.count)")
         }
+        guard depth < TFFlatGraph.maxDepth else { throw unsupported(op, "loops and branches nested more than \(TFFlatGraph.maxDepth) deep") }
         calledOps += body.ops.count
-        guard calledOps <= TFFlatGraph.maxOps else {
-            throw unsupported(op, "more than \(TFFlatGraph.maxOps) ops in the bodies of loops and branches")
+        guard calledOps <= graph.unrollBudget else {
+            throw unsupported(op, "more than \(graph.unrollBudget) ops in the bodies of loops and branches (the file defines \(graph.nodesInFile) nodes)")
         }
         let (outerGraph, outerValues) = (graph, values)
         graph = body
@@ -157,9 +166,9 @@ struct TFContext {
             depth -= 1
         }
         for (a, v) in zip(body.arguments, args) { values[a] = v }
-        try TFGraphBuilder.translate(&self, outputs: body.returns, stops: Set(body.arguments))
-        return try body.returns.enumerated().map { k, r in
-            guard let v = value(of: r) else { throw malformed(op, "'\(ref.name)' never computes its output \(k)") }
+        try TFGraphBuilder.translate(&self, outputs: outputs, stops: Set(body.arguments))
+        return try outputs.enumerated().map { k, r in
+            guard let v = value(of: r) else { throw malformed(op, "\(what) never computes its output \(k)") }
             return v
         }
     }

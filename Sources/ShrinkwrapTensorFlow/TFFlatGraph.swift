@@ -26,6 +26,10 @@ struct TFFlatGraph {
     /// Reference → the reference it stands for (follow with `resolve`).
     private(set) var aliases: [String: String] = [:]
     private let functions: [String: Tensorflow_FunctionDef]
+    /// TF1 loops collapsed into `_TF1Loop` ops, by op name (`TF1Loop.collapse`).
+    private(set) var loops: [String: TF1Loop] = [:]
+    /// Nodes the file defines (graph and library): what inlining and unrolling may multiply.
+    let nodesInFile: Int
     /// For a function body (`init(function:…)`): its arguments' and return values' references.
     private(set) var arguments: [String] = []
     private(set) var returns: [String] = []
@@ -35,12 +39,21 @@ struct TFFlatGraph {
     static let maxDepth = 32
     static let maxOps = 1 << 20
 
+    /// Most ops inlining may make: a small multiple of the file's nodes (a few bytes
+    /// of functions calling each other twice must not become a million ops).
+    var inlineBudget: Int { min(Self.maxOps, 16 * nodesInFile + 4096) }
+    /// Most ops unrolled loop bodies and taken branches may add.
+    var unrollBudget: Int { min(Self.maxOps, 64 * nodesInFile + 65536) }
+
     init(graph: Tensorflow_GraphDef, file: String) throws {
         self.file = file
         var functions: [String: Tensorflow_FunctionDef] = [:]
         for f in graph.library.function { functions[f.signature.name] = f }
         self.functions = functions
+        nodesInFile = graph.node.count + graph.library.function.reduce(0) { $0 + $1.nodeDef.count }
         try add(graph.node, scope: Scope(prefix: "", args: nil, function: nil), depth: 0)
+        resolveAliases()
+        try collapseLoops()
     }
 
     /// A function body on its own, for an op that runs it (a While's cond and
@@ -50,6 +63,7 @@ struct TFFlatGraph {
     init(function f: Tensorflow_FunctionDef, prefix: String, library: TFFlatGraph, depth: Int) throws {
         file = library.file
         functions = library.functions
+        nodesInFile = library.nodesInFile
         let sig = f.signature
         let place = "function '\(sig.name)'"
         guard depth < Self.maxDepth else {
@@ -75,6 +89,64 @@ struct TFFlatGraph {
             }
             returns.append(try reference(ret, scope: scope, place: "\(place) ret '\(out.name)'"))
         }
+        resolveAliases()
+        try collapseLoops()
+    }
+
+    /// One iteration's copy of a TF1 loop's body (`TF1Loop`): its arguments
+    /// (loop variables, then invariants) become `_Arg` ops, every name gets
+    /// `prefix`; `returns` are the condition, then each variable's next value.
+    init(loop: TF1Loop, prefix: String, library: TFFlatGraph) {
+        file = library.file
+        functions = library.functions
+        nodesInFile = library.nodesInFile
+        let local = Set(loop.arguments).union(loop.body.map(\.name))
+        func renamed(_ ref: String) -> String {
+            guard let (node, k) = Self.split(ref), local.contains(node) else { return ref }
+            return "\(prefix)\(node):\(k)"
+        }
+        for a in loop.arguments {
+            byName[prefix + a] = ops.count
+            ops.append(TFOp(name: prefix + a, op: "_Arg", inputs: [], attrs: [:], place: "loop variable '\(a)' (frame '\(loop.frame)')"))
+            arguments.append(prefix + a + ":0")
+        }
+        for op in loop.body {
+            byName[prefix + op.name] = ops.count
+            ops.append(TFOp(name: prefix + op.name, op: op.op, inputs: op.inputs.map(renamed), attrs: op.attrs, place: op.place))
+        }
+        returns = ([loop.condition] + loop.next).map(renamed)
+    }
+
+    /// The TF1 loop an `_TF1Loop` op stands for.
+    func loop(named name: String) -> TF1Loop? { loops[name] }
+
+    /// Every alias pointed at its final target once (chains of calls returning their
+    /// arguments would otherwise be walked on every lookup).
+    private mutating func resolveAliases() {
+        var final: [String: String] = [:]
+        for key in aliases.keys {
+            var chain: [String] = []
+            var r = key
+            while let next = aliases[r], final[r] == nil, chain.count <= aliases.count {
+                chain.append(r)
+                r = next
+            }
+            let target = final[r] ?? r
+            for c in chain { final[c] = target }
+        }
+        aliases = final
+    }
+
+    /// TF1 while loops (Enter / Merge / Switch / NextIteration / Exit frames) as `_TF1Loop` ops.
+    private mutating func collapseLoops() throws {
+        guard ops.contains(where: { $0.op == "Enter" || $0.op == "RefEnter" }) else { return }
+        let before = self
+        let (kept, loops, exits) = try TF1Loop.collapse(ops, resolve: before.resolve, file: file)
+        ops = kept
+        byName = [:]
+        for (k, op) in ops.enumerated() { byName[op.name] = k }
+        for (exit, target) in exits { aliases[exit] = target }
+        self.loops = loops
     }
 
     /// The library function of this name.
@@ -121,8 +193,9 @@ struct TFFlatGraph {
         for n in nodes { scope.bodyOps[n.name] = n.op }
         for n in nodes {
             let place = "node '\(scope.prefix)\(n.name)'" + (scope.function.map { " (function '\($0)')" } ?? "")
-            guard ops.count < Self.maxOps else {
-                throw ImportError.unsupported(SourceLocation(file: file, place: place), what: "more than \(Self.maxOps) ops after inlining functions")
+            guard ops.count < inlineBudget else {
+                throw ImportError.unsupported(SourceLocation(file: file, place: place),
+                                              what: "more than \(inlineBudget) ops after inlining functions (the file defines \(nodesInFile) nodes)")
             }
             var inputs: [String] = []
             for i in n.input where !i.hasPrefix("^") {

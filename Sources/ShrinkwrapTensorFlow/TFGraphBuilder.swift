@@ -24,6 +24,8 @@ enum TFGraphBuilder {
         }
         try translate(&c, outputs: outputs.map(\.ref), stops: stops)
         var outputNames: [String] = []
+        var taken: Set<String> = []  // output names so far (sets: a file may name thousands of outputs)
+        let inputNames = Set(c.inputInfos.map(\.name))
         for (name, ref) in outputs {
             guard let v = c.value(of: ref) else {
                 throw ImportError.malformed(SourceLocation(file: flat.file, place: "output '\(name)'"), reason: "tensor '\(ref)' is never computed")
@@ -31,13 +33,15 @@ enum TFGraphBuilder {
             guard c.lists[v] == nil else {
                 throw ImportError.unsupported(SourceLocation(file: flat.file, place: "output '\(name)'"), what: "a TensorList as a graph output")
             }
-            if v == name && !outputNames.contains(name) && !c.inputInfos.contains(where: { $0.name == name }) {
+            if v == name && !taken.contains(name) && !inputNames.contains(name) {
                 outputNames.append(name)
+                taken.insert(name)
                 continue
             }
-            let out = c.defined.contains(name) || outputNames.contains(name) ? c.fresh(name) : name
+            let out = c.defined.contains(name) || taken.contains(name) ? c.fresh(name) : name
             c.nodes.append(Node(name: out, opType: "Identity", inputs: [v], outputs: [out]))
             outputNames.append(out)
+            taken.insert(out)
         }
         let outputInfos = zip(outputNames, outputs).map { outputInfo($0, $1.ref, flat, declared: declared[$1.name]) }
         let nodes = live(c.nodes.cancellingInverseTransposes(keeping: Set(outputNames)), outputs: outputNames)

@@ -5,8 +5,11 @@ import TensorFlowSchema
 /// elements), or the typed value fields, where fewer values than elements
 /// repeat the last one (TensorFlow's rule; none at all means zeros).
 enum TFTensorProto {
-    /// Constants larger than this many elements are refused.
-    static let elementLimit = 1 << 28
+    /// Constants larger than this many elements are refused: 2^28 (1 GiB of
+    /// float32, 2 GiB of int64). The typed value fields repeat their last value,
+    /// so a few bytes of file can ask for all of them. The fuzzer lowers it to
+    /// keep its memory small; nothing else should change it.
+    nonisolated(unsafe) static var elementLimit = 1 << 28
 
     static func tensor(_ p: Tensorflow_TensorProto, at location: SourceLocation) throws -> Tensor {
         guard let dtype = DType(tensorFlow: p.dtype) else {
@@ -30,15 +33,16 @@ enum TFTensorProto {
         }
         let storage: TensorStorage
         switch dtype {
+        // The values are converted before they are repeated: one array of `count` elements, not two.
         case .float32: storage = .float(try filled(p.floatVal, count, 0, location))
-        case .float64: storage = .float(try filled(p.doubleVal, count, 0, location).map { Float($0) })
-        case .float16: storage = .float(try filled(p.halfVal, count, 0, location).map { Half.float(fromBits: UInt16(truncatingIfNeeded: $0)) })
-        case .bfloat16: storage = .float(try filled(p.halfVal, count, 0, location).map { Half.float(fromBFloatBits: UInt16(truncatingIfNeeded: $0)) })
+        case .float64: storage = .float(try filled(p.doubleVal.map { Float($0) }, count, 0, location))
+        case .float16: storage = .float(try filled(p.halfVal.map { Half.float(fromBits: UInt16(truncatingIfNeeded: $0)) }, count, 0, location))
+        case .bfloat16: storage = .float(try filled(p.halfVal.map { Half.float(fromBFloatBits: UInt16(truncatingIfNeeded: $0)) }, count, 0, location))
         case .int64: storage = .int(try filled(p.int64Val, count, 0, location))
-        case .uint32: storage = .int(try filled(p.uint32Val, count, 0, location).map { Int64($0) })
-        case .uint64: storage = .int(try filled(p.uint64Val, count, 0, location).map { Int64(bitPattern: $0) })
+        case .uint32: storage = .int(try filled(p.uint32Val.map { Int64($0) }, count, 0, location))
+        case .uint64: storage = .int(try filled(p.uint64Val.map { Int64(bitPattern: $0) }, count, 0, location))
         case .bool: storage = .bool(try filled(p.boolVal, count, false, location))
-        case .int8, .int16, .int32, .uint8, .uint16: storage = .int(try filled(p.intVal, count, 0, location).map { dtype.wrap(Int64($0)) })
+        case .int8, .int16, .int32, .uint8, .uint16: storage = .int(try filled(p.intVal.map { dtype.wrap(Int64($0)) }, count, 0, location))
         }
         return Tensor(dtype: dtype, shape: shape, storage: storage)
     }

@@ -50,8 +50,8 @@ public enum TensorFlowImporter {
         }, evaluate: evaluate, version: "\(def.versions.producer)")
     }
 
-    /// The ops the importer translates, sorted.
-    public static var supportedOps: [String] { TFOps.table.keys.sorted() }
+    /// The ops the importer translates, sorted (not its own `_TF1Loop`, which stands for a TF1 frame).
+    public static var supportedOps: [String] { TFOps.table.keys.filter { !$0.hasPrefix("_") }.sorted() }
 
     // MARK: - Helpers
 

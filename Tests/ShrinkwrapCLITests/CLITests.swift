@@ -111,6 +111,21 @@ final class CLITests: XCTestCase {
         }
     }
 
+    /// --inputs / --outputs / --signature reach the TensorFlow importer; other formats refuse them in one line.
+    func testTensorFlowImportOptions() throws {
+        let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("ShrinkwrapTensorFlowTests/Fixtures/models")
+        let cut = try sw(["inspect", models.appendingPathComponent("mlp").path, "--outputs", "dense_4", "--signature", "serving_default", "--json"])
+        XCTAssertEqual(cut.status, 0, cut.stderr)
+        let outputs = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(cut.stdout.utf8)) as? [String: Any])["outputs"] as? [[String: Any]]
+        XCTAssertEqual(outputs?.compactMap { $0["name"] as? String }, ["dense_4"])
+        let frozen = try sw(["inspect", models.appendingPathComponent("cnn.pb").path, "--inputs", "input", "--outputs", "Identity,Identity"])
+        XCTAssertEqual(frozen.status, 0, frozen.stderr)
+        let refused = try sw(["inspect", try tinyModel().path, "--signature", "serving_default"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertEqual(refused.stderr, "shrinkwrap: error: \(try tinyModel().path): unsupported: --signature for ONNX (read for: TensorFlow)\n")
+    }
+
     func testRunRejectsWrongInput() throws {
         let model = try tinyModel()
         let x = tmp.appendingPathComponent("x3.npy")

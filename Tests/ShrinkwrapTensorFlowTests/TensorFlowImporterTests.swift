@@ -125,9 +125,11 @@ final class TensorFlowImporterTests: XCTestCase {
         let url = Self.models.appendingPathComponent("while.pb")
         let text = errorText { _ = try TensorFlowImporter.importModel(at: url) }
         XCTAssertTrue(text.hasPrefix("\(url.path): unsupported ops ("), text)
-        // convert_variables_to_constants_v2 lowers the While into TF1 control flow (Enter, Merge, Switch, …).
-        XCTAssertTrue(text.contains("Enter (node 'while/"), text)
-        XCTAssertTrue(text.contains("Merge (node 'while/"), text)
+        // convert_variables_to_constants_v2 lowers the While into a TF1 frame (unrolled: not listed)
+        // and the data-dependent tf.cond into Switch / Merge (refused as control flow).
+        XCTAssertFalse(text.contains("Enter (") || text.contains("NextIteration ("), text)
+        XCTAssertTrue(text.contains("Switch (node 'cond/"), text)
+        XCTAssertTrue(text.contains("Merge (node 'cond/"), text)
         XCTAssertTrue(text.contains("control flow is not supported"), text)
         XCTAssertTrue(text.contains("ShrinkwrapMadeUp (node 'mystery')"), text)
         XCTAssertFalse(text.contains("\n"))
@@ -139,6 +141,13 @@ final class TensorFlowImporterTests: XCTestCase {
         let graph = try TensorFlowImporter.importModel(at: Self.models.appendingPathComponent("recurrent"), evaluate: ShapeDerivedValues.evaluate)
         XCTAssertFalse(graph.nodes.contains { ["Loop", "If"].contains($0.opType) })
         XCTAssertEqual(graph.nodes.filter { $0.opType == "Tanh" }.count, 5 * 2 + 5 + 5, "LSTM: 2 tanh per step, GRU: 1, SimpleRNN: 1")
+        // Frozen the default way, the loops are TF1 frames (Enter / Merge / Switch / NextIteration / Exit): unrolled the same.
+        let c = try XCTUnwrap(try Self.cases()["recurrent"])
+        let lowered = try TensorFlowImporter.importModel(at: Self.models.appendingPathComponent("recurrent_tf1.pb"), evaluate: ShapeDerivedValues.evaluate)
+        XCTAssertEqual(lowered.nodes.filter { $0.opType == "Tanh" }.count, 5 * 2 + 5 + 5)
+        let key = try XCTUnwrap(c.outputOrder.first)
+        let error = try maxError(lowered, c, inputName: "input", outputs: [(try XCTUnwrap(lowered.outputs.first?.name), try XCTUnwrap(c.outputs[key]))], "tf1")
+        XCTAssertLessThanOrEqual(error, 1e-4)
         // Without an evaluator the trip count is not known at import: refused, naming the loop.
         let folder = Self.models.appendingPathComponent("recurrent")
         let text = errorText { _ = try TensorFlowImporter.importModel(at: folder) }
@@ -211,8 +220,9 @@ final class TensorFlowImporterTests: XCTestCase {
                    "TensorListSetItem", "TensorListStack", "ReverseV2", "ZerosLike"] {
             XCTAssertTrue(ops.contains(op), op)
         }
-        // TF1 control flow (frames) is refused.
+        // TF1 frame ops are never translated one by one (frames become unrolled loops; a lone Switch / Merge is refused).
         XCTAssertFalse(ops.contains("Enter") || ops.contains("Merge") || ops.contains("Switch"))
+        XCTAssertFalse(ops.contains { $0.hasPrefix("_") }, "the importer's own ops are not listed")
         XCTAssertEqual(TensorFlowImporter.supportedOps, TensorFlowImporter.supportedOps.sorted())
     }
 }
