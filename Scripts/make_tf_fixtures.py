@@ -28,6 +28,10 @@
   models/branchy*     a tf.Module with a tf.cond and a tf.while_loop whose condition and trip
                       count come from the input's shape (known at import)
   models/datawhile.pb a frozen loop whose trip count depends on the data (refused)
+  models/tf1cond.pb   a TF1 graph (control flow v1) with conds as frozen TF1 Keras models have them:
+                      one on a learning-phase PlaceholderWithDefault (False; its training branch has
+                      a dropout, whose random ops the importer never reads), one on the input's width;
+                      tf1cond.json: a seeded input and the Session's output
 
 usage: make_tf_fixtures.py [--models] OUT_DIR   (default: Tests/ShrinkwrapTensorFlowTests/Fixtures;
        --models writes only models/)
@@ -435,7 +439,7 @@ def write_control_flow(folder):
     graph_def, _, _ = frozen(loop.get_concrete_function())
     made_up = graph_def.node.add()
     made_up.op, made_up.name = "ShrinkwrapMadeUp", "mystery"
-    made_up.input.append(graph_def.node[-2].name)
+    made_up.input.append("x")
     tf.io.write_graph(graph_def, folder, "while.pb", as_text=False)
 
     @tf.function(input_signature=[tf.TensorSpec([3], tf.float32, name="x")])
@@ -445,6 +449,28 @@ def write_control_flow(folder):
 
     graph_def, _, _ = frozen(data_loop.get_concrete_function(), lower_control_flow=False)
     tf.io.write_graph(graph_def, folder, "datawhile.pb", as_text=False)
+
+
+def write_tf1_cond(folder, rng):
+    tf.compat.v1.disable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+            training = tf.compat.v1.placeholder_with_default(False, [], name="keras_learning_phase")
+            h = tf.matmul(x, tf.constant(rng.standard_normal((4, 3)).astype(np.float32)))
+            h = tf.compat.v1.cond(training, lambda: tf.nn.dropout(h, rate=0.5), lambda: tf.identity(h))
+            width = tf.shape(x)[1]
+            y = tf.identity(tf.compat.v1.cond(width > 2, lambda: tf.nn.relu(h), lambda: -h), name="y")
+        value = rng.standard_normal((2, 4)).astype(np.float32)
+        with tf.compat.v1.Session(graph=graph) as session:
+            answer = session.run(y, {x: value})
+        tf.io.write_graph(graph.as_graph_def(), folder, "tf1cond.pb", as_text=False)
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+    with open(os.path.join(folder, "tf1cond.json"), "w") as f:
+        json.dump({"shape": list(value.shape), "x": floats(value), "y_shape": list(answer.shape), "y": floats(answer)}, f)
+        f.write("\n")
 
 
 def write_models(folder):
@@ -487,6 +513,7 @@ def write_models(folder):
     function = tf.function(lambda t: module(t)).get_concrete_function(tf.TensorSpec([None, 4], tf.float32, name="input"))
     record["branchy"] = write_model(folder, "branchy", saved, function, serving, rng.standard_normal((3, 4)).astype(np.float32))
     write_control_flow(folder)
+    write_tf1_cond(folder, rng)
     for name in record:
         prune(os.path.join(folder, name))
     with open(os.path.join(folder, "models.json"), "w") as f:

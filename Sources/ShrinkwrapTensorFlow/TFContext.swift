@@ -14,6 +14,10 @@ struct TFContext {
     private(set) var known: [String: Tensor] = [:]
     /// TF reference "node:k" (resolved) → IR value name.
     private(set) var values: [String: String] = [:]
+    /// Nodes whose outputs are never computed, by node name: `dead` (in a TF1
+    /// cond's branch not taken) or `missing` (an op without a translator, or reading one).
+    private var uncomputed: [String: String] = [:]
+    static let dead = "\u{1}dead", missing = "\u{1}missing"
     private(set) var defined: Set<String> = []
     private var used: NameAllocator
     /// The tensor a variable handle (VarHandleOp node name) holds.
@@ -63,8 +67,19 @@ struct TFContext {
         defined.insert(value)
     }
 
-    /// The IR value of a TF reference, if translated.
-    func value(of ref: String) -> String? { values[graph.resolve(ref)] }
+    /// The IR value of a TF reference, if translated (`dead` / `missing` when it never will be).
+    func value(of ref: String) -> String? {
+        let r = graph.resolve(ref)
+        if let v = values[r] { return v }
+        guard let (node, _) = TFFlatGraph.split(r) else { return nil }
+        return uncomputed[node]
+    }
+
+    /// Marks every output of `op` as never computed (`dead` or `missing`).
+    mutating func skip(_ op: TFOp, as sentinel: String) { uncomputed[op.name] = sentinel }
+
+    /// Marks output `k` of `op` as dead (a Switch's branch not taken).
+    mutating func kill(_ op: TFOp, _ k: Int) { values["\(op.name):\(k)"] = Self.dead }
 
     /// The IR value of `op`'s data input `i` (a tensor, not a TensorList).
     func input(_ op: TFOp, _ i: Int) throws -> String {
@@ -156,13 +171,15 @@ struct TFContext {
         guard calledOps <= graph.unrollBudget else {
             throw unsupported(op, "more than \(graph.unrollBudget) ops in the bodies of loops and branches (the file defines \(graph.nodesInFile) nodes)")
         }
-        let (outerGraph, outerValues) = (graph, values)
+        let (outerGraph, outerValues, outerUncomputed) = (graph, values, uncomputed)
         graph = body
         values = [:]
+        uncomputed = [:]
         depth += 1
         defer {
             graph = outerGraph
             values = outerValues
+            uncomputed = outerUncomputed
             depth -= 1
         }
         for (a, v) in zip(body.arguments, args) { values[a] = v }

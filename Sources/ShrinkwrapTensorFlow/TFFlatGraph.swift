@@ -28,6 +28,8 @@ struct TFFlatGraph {
     private let functions: [String: Tensorflow_FunctionDef]
     /// TF1 loops collapsed into `_TF1Loop` ops, by op name (`TF1Loop.collapse`).
     private(set) var loops: [String: TF1Loop] = [:]
+    /// Ops some node waits for (a control input "^name"): never taken for outputs (a TF1 cond's pivots).
+    private(set) var controlRead: Set<String> = []
     /// Nodes the file defines (graph and library): what inlining and unrolling may multiply.
     let nodesInFile: Int
     /// For a function body (`init(function:…)`): its arguments' and return values' references.
@@ -198,8 +200,8 @@ struct TFFlatGraph {
                                               what: "more than \(inlineBudget) ops after inlining functions (the file defines \(nodesInFile) nodes)")
             }
             var inputs: [String] = []
-            for i in n.input where !i.hasPrefix("^") {
-                inputs.append(try reference(i, scope: scope, place: place))
+            for i in n.input {
+                if i.hasPrefix("^") { controlRead.insert(scope.prefix + i.dropFirst()) } else { inputs.append(try reference(i, scope: scope, place: place)) }
             }
             let name = scope.prefix + n.name
             if let callee = calledFunction(n) {

@@ -7,8 +7,9 @@ import TensorFlowSchema
 enum TFGraphBuilder {
     /// `inputs` nil: every Placeholder the outputs depend on, named after its node.
     /// `declared`: the signature's TensorInfo of inputs and outputs by name (a SavedModel's), for their types and shapes.
+    /// `found`: the outputs were guessed (ops nobody reads), so those in a TF1 cond's branch not taken are dropped.
     static func build(_ flat: TFFlatGraph, inputs: [(name: String, ref: String)]?, outputs: [(name: String, ref: String)],
-                      declared: [String: Tensorflow_TensorInfo] = [:],
+                      declared: [String: Tensorflow_TensorInfo] = [:], found: Bool = false,
                       variable: @escaping (TFOp) throws -> Tensor, evaluate: ImportEvaluator?, version: String) throws -> Graph {
         let stops = Set((inputs ?? []).map { flat.resolve($0.ref) })
         let needed = try reachable(flat, from: outputs.map(\.ref), stoppingAt: stops)
@@ -26,12 +27,22 @@ enum TFGraphBuilder {
         var outputNames: [String] = []
         var taken: Set<String> = []  // output names so far (sets: a file may name thousands of outputs)
         let inputNames = Set(c.inputInfos.map(\.name))
+        var outputs = outputs
+        if found {
+            outputs.removeAll { c.value(of: $0.ref) == TFContext.dead }
+            guard !outputs.isEmpty else {
+                throw ImportError.malformed(SourceLocation(file: flat.file, place: "GraphDef"), reason: "every op nobody reads lies in a branch not taken")
+            }
+        }
         for (name, ref) in outputs {
             guard let v = c.value(of: ref) else {
                 throw ImportError.malformed(SourceLocation(file: flat.file, place: "output '\(name)'"), reason: "tensor '\(ref)' is never computed")
             }
             guard c.lists[v] == nil else {
                 throw ImportError.unsupported(SourceLocation(file: flat.file, place: "output '\(name)'"), what: "a TensorList as a graph output")
+            }
+            guard v != TFContext.dead else {
+                throw ImportError.malformed(SourceLocation(file: flat.file, place: "output '\(name)'"), reason: "tensor '\(ref)' lies in a branch not taken")
             }
             if v == name && !taken.contains(name) && !inputNames.contains(name) {
                 outputNames.append(name)
@@ -55,16 +66,53 @@ enum TFGraphBuilder {
 
     /// Translates the ops of `c.graph` that `outputs` need, in dependency order,
     /// not looking past `stops` (inputs bound already); every unsupported op listed at once.
+    /// Ops after a TF1 cond's Switch may lie in a branch not taken, which is
+    /// skipped: those are checked as they come, after translating the rest.
     static func translate(_ c: inout TFContext, outputs: [String], stops: Set<String>) throws {
         let flat = c.graph
         let needed = try reachable(flat, from: outputs, stoppingAt: stops)
-        try checkSupported(flat, needed.filter { !stops.contains("\(flat.ops[$0].name):0") })
+        let maybeDead = downstreamOfSwitches(flat, needed)
+        try checkSupported(flat, needed.filter { !stops.contains("\(flat.ops[$0].name):0") && !maybeDead.contains($0) })
+        var missing: [Int] = []
         for i in try ordered(flat, needed) {
             let op = flat.ops[i]
             if stops.contains("\(op.name):0") || (op.op == "Placeholder" && c.value(of: "\(op.name):0") != nil) { continue }
-            guard let translate = TFOps.table[op.op] else { continue }  // checked above
+            let inputs = op.inputs.map { c.value(of: $0) }
+            if inputs.contains(TFContext.missing) {
+                c.skip(op, as: TFContext.missing)
+                continue
+            }
+            if inputs.contains(TFContext.dead) && !["Merge", "RefMerge"].contains(op.op) {
+                c.skip(op, as: TFContext.dead)
+                continue
+            }
+            guard let translate = TFOps.table[op.op] else {
+                missing.append(i)
+                c.skip(op, as: TFContext.missing)
+                continue
+            }
             try translate(&c, op)
         }
+        if !missing.isEmpty { try checkSupported(flat, missing) }
+    }
+
+    /// The ops of `needed` that read a Switch, directly or not.
+    static func downstreamOfSwitches(_ flat: TFFlatGraph, _ needed: [Int]) -> Set<Int> {
+        let switches = needed.filter { ["Switch", "RefSwitch"].contains(flat.ops[$0].op) }
+        guard !switches.isEmpty else { return [] }
+        let set = Set(needed)
+        var readers: [Int: [Int]] = [:]
+        for i in needed {
+            for input in flat.ops[i].inputs {
+                if let (op, _) = flat.producer(of: input), let j = flat.byName[op.name], set.contains(j) { readers[j, default: []].append(i) }
+            }
+        }
+        var found = Set<Int>()
+        var pending = switches
+        while let k = pending.popLast() {
+            for r in readers[k] ?? [] where found.insert(r).inserted { pending.append(r) }
+        }
+        return found
     }
 
     /// `nodes` (in dependency order) without those no output depends on: the

@@ -1,15 +1,16 @@
 import ShrinkwrapIR
 import TensorFlowSchema
 
-/// Control flow resolved at import: a While (TF2's functional loop, or a TF1
-/// loop frame collapsed by `TF1Loop`) whose condition
-/// is known at import is unrolled (its body translated once per iteration,
-/// TensorLists followed item by item), an If whose condition is known takes
-/// its branch. Keras' LSTM / GRU / SimpleRNN in a SavedModel or a frozen
-/// graph are such loops, over the sequence's fixed length. The condition's
-/// inputs are folded (`TFFolding`); those computed from input shapes (the
-/// sequence length from `Shape`) are asked of the evaluator once, before
-/// the first iteration. A condition that depends on data is refused.
+/// Control flow resolved at import. A While — TF2's functional loop, or a TF1
+/// loop frame collapsed by `TF1Loop` — whose condition is known at import is
+/// unrolled (its body translated once per iteration, TensorLists followed item
+/// by item); an If whose condition is known takes its branch; a TF1 cond's
+/// Switch whose predicate is known sends its data one way (the other output
+/// is dead, and so is every op only it feeds) and its Merge takes the branch
+/// computed. Keras' LSTM / GRU / SimpleRNN in a SavedModel or a frozen graph
+/// are such loops, over the sequence's fixed length. Conditions are folded
+/// (`TFFolding`); values computed from input shapes (a sequence length from
+/// `Shape`) are asked of the evaluator. A condition that depends on data is refused.
 extension TFOps {
     /// Most iterations one loop is unrolled to.
     static let maxIterations = 1 << 16
@@ -18,6 +19,7 @@ extension TFOps {
         "While": unrollWhile, "StatelessWhile": unrollWhile,
         "If": takeBranch, "StatelessIf": takeBranch,
         "_TF1Loop": unrollTF1Loop,
+        "Switch": takeSwitch, "RefSwitch": takeSwitch, "Merge": merge, "RefMerge": merge,
     ]
 
     /// While / StatelessWhile: cond and body are library functions on the loop variables.
@@ -105,17 +107,41 @@ extension TFOps {
     /// If / StatelessIf: the branch its condition (input 0, known at import) picks, on the other inputs.
     static let takeBranch: Translator = { c, op in
         try c.arity(op, 1)
-        let condition = try c.input(op, 0)
-        var known = c.knownValue(condition)
-        if known == nil {
-            let values = try c.evaluated([condition], for: op)
-            known = values.first
-        }
-        guard let known, known.storage.count == 1, let truth = known.bools?.first ?? known.ints.map({ $0[0] != 0 }) ?? known.floats.map({ $0[0] != 0 }) else {
-            throw c.unsupported(op, "a branch whose condition is computed from data at run time")
-        }
+        let taken = try truth(&c, op, try c.input(op, 0), refusing: "a branch whose condition is computed from data at run time")
         let args = try (1..<op.inputs.count).map { try c.anyInput(op, $0) }
-        let outs = try c.call(op, function: truth ? "then_branch" : "else_branch", args: args, prefix: "\(op.name)/\(truth ? "then" : "else")/")
+        let outs = try c.call(op, function: taken ? "then_branch" : "else_branch", args: args, prefix: "\(op.name)/\(taken ? "then" : "else")/")
         for (k, v) in outs.enumerated() { c.alias(op, k, to: v) }
+    }
+
+    /// Switch (a TF1 cond, e.g. Keras' learning phase in a frozen TF1 graph): its
+    /// predicate (input 1, known at import) sends the data to output 1 (true) or 0
+    /// (false); the other output is dead, and so is every op only it feeds.
+    static let takeSwitch: Translator = { c, op in
+        try c.arity(op, 2)
+        let taken = try truth(&c, op, try c.input(op, 1), refusing: "a TF1 cond whose predicate is computed from data at run time")
+        c.alias(op, taken ? 1 : 0, to: try c.anyInput(op, 0))
+        c.kill(op, taken ? 0 : 1)
+    }
+
+    /// Merge: the one input computed (the branch taken); output 1 is its index.
+    static let merge: Translator = { c, op in
+        let inputs = op.inputs.map { c.value(of: $0) }
+        guard let k = inputs.firstIndex(where: { $0 != nil && $0 != TFContext.dead }), let v = inputs[k] else {
+            return c.skip(op, as: TFContext.dead)
+        }
+        c.alias(op, 0, to: v)
+        let index = c.constant(.scalar(int: Int64(k), dtype: .int32), name: op.name + "_index")
+        c.alias(op, 1, to: index)
+    }
+
+    /// A condition's truth: known at import, or computed from input shapes by the evaluator.
+    static func truth(_ c: inout TFContext, _ op: TFOp, _ value: String, refusing what: String) throws -> Bool {
+        var known = c.knownValue(value)
+        if known == nil { known = try c.evaluated([value], for: op).first }
+        guard let known, known.storage.count == 1,
+              let truth = known.bools?.first ?? known.ints.map({ $0[0] != 0 }) ?? known.floats.map({ $0[0] != 0 }) else {
+            throw c.unsupported(op, what)
+        }
+        return truth
     }
 }

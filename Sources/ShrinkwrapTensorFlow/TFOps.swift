@@ -24,8 +24,8 @@ enum TFOps {
     }()
 
     /// Control flow not translated (TF1's frames, Case): refused with its own reason.
-    static let controlFlow: Set<String> = ["Case", "StatelessCase", "Switch", "Merge",
-                                           "Enter", "Exit", "NextIteration", "LoopCond", "For", "RefSwitch", "RefMerge", "RefEnter"]
+    static let controlFlow: Set<String> = ["Case", "StatelessCase",
+                                           "Enter", "Exit", "NextIteration", "LoopCond", "For", "RefEnter"]
 
     static let unary: [String: String] = [
         "Relu": "Relu", "Elu": "Elu", "Selu": "Selu", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Softplus": "Softplus",

@@ -45,7 +45,7 @@ public enum TensorFlowImporter {
         let flat = try TFFlatGraph(graph: def, file: file)
         let outs = try outputs.map { try $0.map { ($0, try ref($0, flat)) } } ?? unreadOutputs(flat)
         let ins = try inputs.map { try $0.map { ($0, try ref($0, flat)) } }
-        return try TFGraphBuilder.build(flat, inputs: ins, outputs: outs, variable: { op in
+        return try TFGraphBuilder.build(flat, inputs: ins, outputs: outs, found: outputs == nil, variable: { op in
             throw ImportError.unsupported(SourceLocation(file: file, place: op.place), what: "a variable in a GraphDef (freeze the graph first)")
         }, evaluate: evaluate, version: "\(def.versions.producer)")
     }
@@ -73,11 +73,11 @@ public enum TensorFlowImporter {
     static let notOutputs: Set<String> = ["Const", "NoOp", "Assert", "Placeholder", "VarHandleOp", "Print", "PrintV2", "SaveV2",
                                           "RestoreV2", "AssignVariableOp", "MergeV2Checkpoints", "ShardedFilename", "StringJoin"]
 
-    /// Output 0 of every op whose outputs no op reads (in file order), named after the node;
+    /// Output 0 of every op whose outputs no op reads, nor waits for (in file order), named after the node;
     /// ops that read no Placeholder (directly or not: a frozen variable's leftover
     /// Identity) are not outputs unless nothing else is.
     static func unreadOutputs(_ flat: TFFlatGraph) throws -> [(String, String)] {
-        var read: Set<String> = []
+        var read = flat.controlRead
         var readers: [String: [Int]] = [:]
         for (k, op) in flat.ops.enumerated() {
             for i in op.inputs {
@@ -91,7 +91,11 @@ public enum TensorFlowImporter {
         while let k = pending.popLast() {
             for r in readers[flat.ops[k].name] ?? [] where fed.insert(r).inserted { pending.append(r) }
         }
-        let unread = flat.ops.indices.filter { !read.contains(flat.ops[$0].name) && !notOutputs.contains(flat.ops[$0].op) }
+        // A TF1 cond's pivots (switch_t / switch_f: Identities of a Switch that only control inputs wait for) are not outputs.
+        func pivot(_ op: TFOp) -> Bool {
+            !op.inputs.isEmpty && op.inputs.allSatisfy { ["Switch", "RefSwitch"].contains(flat.producer(of: $0)?.op.op ?? "") }
+        }
+        let unread = flat.ops.indices.filter { !read.contains(flat.ops[$0].name) && !notOutputs.contains(flat.ops[$0].op) && !pivot(flat.ops[$0]) }
         let chosen = unread.contains(where: fed.contains) ? unread.filter(fed.contains) : unread
         guard !chosen.isEmpty else {
             throw ImportError.malformed(SourceLocation(file: flat.file, place: "GraphDef"), reason: "no output: every node's result is read by another")

@@ -124,15 +124,35 @@ final class TensorFlowImporterTests: XCTestCase {
     func testUnsupportedOpsAreListedAtOnce() throws {
         let url = Self.models.appendingPathComponent("while.pb")
         let text = errorText { _ = try TensorFlowImporter.importModel(at: url) }
-        XCTAssertTrue(text.hasPrefix("\(url.path): unsupported ops ("), text)
-        // convert_variables_to_constants_v2 lowers the While into a TF1 frame (unrolled: not listed)
-        // and the data-dependent tf.cond into Switch / Merge (refused as control flow).
+        XCTAssertTrue(text.hasPrefix("\(url.path): unsupported ops (1): ShrinkwrapMadeUp (node 'mystery')"), text)
+        // convert_variables_to_constants_v2 lowers the While into a TF1 frame: unrolled, never listed.
         XCTAssertFalse(text.contains("Enter (") || text.contains("NextIteration ("), text)
-        XCTAssertTrue(text.contains("Switch (node 'cond/"), text)
-        XCTAssertTrue(text.contains("Merge (node 'cond/"), text)
-        XCTAssertTrue(text.contains("control flow is not supported"), text)
-        XCTAssertTrue(text.contains("ShrinkwrapMadeUp (node 'mystery')"), text)
         XCTAssertFalse(text.contains("\n"))
+    }
+
+    /// The same file's data-dependent tf.cond (lowered to Switch / Merge): refused by its Switch.
+    func testATF1CondOnDataIsRefused() throws {
+        let url = Self.models.appendingPathComponent("while.pb")
+        let text = errorText { _ = try TensorFlowImporter.importModel(at: url, outputs: ["Identity"], evaluate: ShapeDerivedValues.evaluate) }
+        XCTAssertTrue(text.hasPrefix("\(url.path): node 'cond/"), text)
+        XCTAssertTrue(text.contains("(Switch): unsupported: cannot compute"), text)
+        XCTAssertTrue(text.contains("changes with the inputs' unfixed dimensions or with the data"), text)
+    }
+
+    /// TF1 conds as frozen TF1 Keras models have them: the learning phase (a PlaceholderWithDefault
+    /// False; the training branch's dropout is never read) and the input's width (computed at import).
+    func testTF1CondsTakeTheBranchTheirPredicateNames() throws {
+        struct Expected: Decodable { var shape: [Int]; var x: [Float]; var y_shape: [Int]; var y: [Float] }
+        let e = try JSONDecoder().decode(Expected.self, from: Data(contentsOf: Self.models.appendingPathComponent("tf1cond.json")))
+        let url = Self.models.appendingPathComponent("tf1cond.pb")
+        let graph = try TensorFlowImporter.importModel(at: url, evaluate: ShapeDerivedValues.evaluate)
+        XCTAssertEqual(graph.outputs.map(\.name), ["y"])
+        XCTAssertEqual(graph.runtimeInputs.map(\.name), ["x"])
+        let y = try XCTUnwrap(try Interpreter(graph: graph).run(["x": Tensor(e.x, shape: e.shape)])["y"])
+        XCTAssertEqual(y.shape, e.y_shape)
+        for (a, b) in zip(y.floats ?? [], e.y) { XCTAssertEqual(a, b, accuracy: 1e-5) }
+        let noEvaluator = errorText { _ = try TensorFlowImporter.importModel(at: url) }
+        XCTAssertTrue(noEvaluator.contains("(Switch): unsupported: values computed from input shapes at run time"), noEvaluator)
     }
 
     /// Keras' LSTM / GRU / SimpleRNN are While loops over TensorLists: unrolled, one body per step
@@ -220,8 +240,9 @@ final class TensorFlowImporterTests: XCTestCase {
                    "TensorListSetItem", "TensorListStack", "ReverseV2", "ZerosLike"] {
             XCTAssertTrue(ops.contains(op), op)
         }
-        // TF1 frame ops are never translated one by one (frames become unrolled loops; a lone Switch / Merge is refused).
-        XCTAssertFalse(ops.contains("Enter") || ops.contains("Merge") || ops.contains("Switch"))
+        // TF1 frame ops are never translated one by one (frames become unrolled loops); conds' Switch / Merge are.
+        XCTAssertFalse(ops.contains("Enter") || ops.contains("NextIteration") || ops.contains("Exit") || ops.contains("LoopCond"))
+        XCTAssertTrue(ops.contains("Switch") && ops.contains("Merge"))
         XCTAssertFalse(ops.contains { $0.hasPrefix("_") }, "the importer's own ops are not listed")
         XCTAssertEqual(TensorFlowImporter.supportedOps, TensorFlowImporter.supportedOps.sorted())
     }
