@@ -196,13 +196,24 @@ $(PROTOBUF_FUZZ_LIB): Package.swift
 	  -package-name swift_protobuf -module-name SwiftProtobuf -emit-module -emit-module-path $(@D)/SwiftProtobuf.swiftmodule \
 	  -emit-library -static -o $@ $(PROTOBUF_CHECKOUT)/Sources/SwiftProtobuf/*.swift
 
-$(FUZZ_DIR)/model-fuzz: Fuzz/ModelFuzz/main.swift $(MODEL_FUZZ_SOURCES) $(PROTOBUF_FUZZ_LIB)
+# The runtime's C modules (kernels, worker pool): compiled with AddressSanitizer, imported through one module map.
+MODEL_FUZZ_C := $(wildcard Sources/CKernels/*.c Sources/CWorkPool/*.c)
+$(FUZZ_DIR)/cmodules/.stamp: $(MODEL_FUZZ_C) $(wildcard Sources/CKernels/*.h Sources/CKernels/include/*.h Sources/CWorkPool/include/*.h)
+	rm -rf $(@D) && mkdir -p $(@D)
+	printf 'module CKernels {\n  header "%s"\n  export *\n}\nmodule CWorkPool {\n  header "%s"\n  export *\n}\n' \
+	  $(CURDIR)/Sources/CKernels/include/CKernels.h $(CURDIR)/Sources/CWorkPool/include/CWorkPool.h > $(@D)/module.modulemap
+	for f in $(MODEL_FUZZ_C); do \
+	  clang -O2 -fsanitize=address,fuzzer-no-link -I $$(dirname $$f)/include -c $$f -o $(@D)/$$(basename $$(dirname $$f))_$$(basename $$f .c).o || exit 1; done
+	touch $@
+
+$(FUZZ_DIR)/model-fuzz: Fuzz/ModelFuzz/main.swift $(MODEL_FUZZ_SOURCES) $(PROTOBUF_FUZZ_LIB) $(FUZZ_DIR)/cmodules/.stamp
 	rm -rf $(FUZZ_DIR)/model-src && mkdir -p $(FUZZ_DIR)/model-src
 	for f in $(MODEL_FUZZ_SOURCES); do \
 	  sed -E '/^import (ShrinkwrapIR|ShrinkwrapRuntime|ONNXSchema|CoreMLSchema|FlatBuffers|ZipArchive)$$/d' $$f \
 	    > $(FUZZ_DIR)/model-src/$$(basename $$(dirname $$f))_$$(basename $$f); done
 	$(SWIFTC) -O -sanitize=fuzzer,address -parse-as-library -swift-version 5 -module-name ModelFuzz $(FUZZ_LINK) \
-	  -I $(dir $(PROTOBUF_FUZZ_LIB)) $(FUZZ_DIR)/model-src/*.swift Fuzz/ModelFuzz/main.swift $(PROTOBUF_FUZZ_LIB) -o $@
+	  -I $(dir $(PROTOBUF_FUZZ_LIB)) -I $(FUZZ_DIR)/cmodules $(FUZZ_DIR)/model-src/*.swift Fuzz/ModelFuzz/main.swift \
+	  $(FUZZ_DIR)/cmodules/*.o $(PROTOBUF_FUZZ_LIB) -o $@
 
 # Seeds: every ONNX / Core ML file under 64 KiB in the samples and, when they are there, in the
 # ONNX node and model suites (`make testdata`) and the .mlmodel files the Core ML suites wrote.
