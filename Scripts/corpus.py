@@ -45,7 +45,7 @@ import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "Tests", "corpus", "manifest.json")
-EXTENSIONS = {"onnx": ".onnx", "tflite": ".tflite", "mlmodel": ".mlmodel", "mlpackage": ".mlpackage"}
+EXTENSIONS = {"onnx": ".onnx", "tflite": ".tflite", "mlmodel": ".mlmodel", "mlpackage": ".mlpackage", "tensorflow": ".savedmodel"}
 
 
 class CorpusError(Exception):
@@ -469,9 +469,40 @@ def describe_mlpackage(path):
     }
 
 
+def describe_tensorflow(path):
+    """A SavedModel folder as TensorFlow reads it: the serving signature, the ops of the graph and its functions."""
+    import collections
+    from tensorflow.core.protobuf import saved_model_pb2
+    from tensorflow.python.framework import dtypes
+    model = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
+        model.ParseFromString(f.read())
+    meta = next((m for m in model.meta_graphs if "serve" in m.meta_info_def.tags), model.meta_graphs[0])
+    signature = meta.signature_def["serving_default"]
+
+    def tensors(infos):
+        return [{"name": k, "dtype": dtypes.as_dtype(v.dtype).name, "shape": [d.size for d in v.tensor_shape.dim]}
+                for k, v in sorted(infos.items())]
+
+    ops = collections.Counter(n.op for n in meta.graph_def.node)
+    for function in meta.graph_def.library.function:
+        ops.update(n.op for n in function.node_def)
+    return {
+        "format": "tensorflow",
+        "producer": f"tensorflow {meta.meta_info_def.tensorflow_version} (SavedModel, {len(meta.graph_def.library.function)} functions)",
+        "inputs": tensors(signature.inputs),
+        "outputs": tensors(signature.outputs),
+        "nodes": sum(ops.values()),
+        "ops": dict(ops.most_common()),
+    }
+
+
 def describe(path):
-    kind = "mlpackage" if path.rstrip("/").endswith(".mlpackage") else os.path.splitext(path)[1][1:]
-    facts = {"onnx": describe_onnx, "tflite": describe_tflite, "mlpackage": describe_mlpackage}[kind](path)
+    if os.path.exists(os.path.join(path, "saved_model.pb")):
+        kind = "tensorflow"
+    else:
+        kind = "mlpackage" if path.rstrip("/").endswith(".mlpackage") else os.path.splitext(path)[1][1:]
+    facts = {"onnx": describe_onnx, "tflite": describe_tflite, "mlpackage": describe_mlpackage, "tensorflow": describe_tensorflow}[kind](path)
     facts["size"] = (sum(os.path.getsize(os.path.join(b, f)) for b, _, fs in os.walk(path) for f in fs)
                      if os.path.isdir(path) else os.path.getsize(path))
     facts["sha256"] = sha256_model(path)

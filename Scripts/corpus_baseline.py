@@ -5,7 +5,7 @@ For each model of Tests/corpus/manifest.json (fetched first: make corpus):
   1. `shrinkwrap inspect --json`: nodes, op kinds, free input dimensions
   2. `shrinkwrap convert MODEL -o X.onnx / X.tflite / X.mlmodel`: written (size) or the error line
   3. `shrinkwrap run` on seeded inputs (SHAPES below binds the free dimensions) against the peer
-     runtime: onnxruntime for .onnx, tf.lite.Interpreter for .tflite (a .mlpackage has none on
+     runtime: onnxruntime for .onnx, tf.lite.Interpreter for .tflite, TensorFlow for a SavedModel (a .mlpackage has none on
      Linux); then each converted file on the same inputs: shrinkwrap run, and the peer runtime for
      the .onnx / .tflite files we wrote. Differences are max |a - b| and that over max |reference|.
 A process killed by a signal is a CRASH, reported apart from clean errors.
@@ -51,6 +51,7 @@ SHAPES = {
     "basic-pitch-onnx": {"serving_default_input_2:0": ([1, 43844, 1], "signed")},
     "basic-pitch-tflite": {"serving_default_input_2:0": ([1, 43844, 1], "signed")},
     "basic-pitch-mlpackage": {"input_2": ([1, 43844, 1], "signed")},
+    "basic-pitch-savedmodel": {"input_2": ([1, 43844, 1], "signed")},
     "oww-melspectrogram": {"input": ([1, 1280], "audio16")},
     "oww-embedding": {"input_1": ([1, 76, 32, 1], "uniform")},
     "oww-hey-mycroft": {"input_1": ([1, 16, 96], "signed")},
@@ -97,6 +98,9 @@ def reference(model, inputs, out):
         opts.intra_op_num_threads = 1
         s = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         results = s.run(None, {i.name: a for i, a in zip(s.get_inputs(), arrays)})
+    elif is_savedmodel(model):
+        signature = savedmodel_signature(model)
+        results = run_savedmodel(signature, list(zip(savedmodel_inputs(signature), arrays)))
     else:
         import tensorflow as tf
         it = tf.lite.Interpreter(model_path=model, num_threads=1)
@@ -111,6 +115,28 @@ def reference(model, inputs, out):
         results = [it.get_tensor(d["index"]) for d in it.get_output_details()]
     for i, r in enumerate(results):
         np.save(os.path.join(out, f"out_{i}.npy"), r)
+
+
+def is_savedmodel(model):
+    return os.path.isdir(model) and os.path.exists(os.path.join(model, "saved_model.pb"))
+
+
+def savedmodel_signature(model):
+    """TensorFlow itself on a SavedModel folder: its serving_default signature (in the TF venv)."""
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    return tf.saved_model.load(model).signatures["serving_default"]
+
+
+def savedmodel_inputs(signature):
+    return sorted(signature.structured_input_signature[1])
+
+
+def run_savedmodel(signature, feeds):
+    """The signature's outputs on [(input key, array)], in key order (as Shrinkwrap imports them)."""
+    import tensorflow as tf
+    answer = signature(**{k: tf.constant(a) for k, a in feeds})
+    return [answer[k].numpy() for k in sorted(answer)]
 
 
 # --------------------------------------------------------------------------------------------

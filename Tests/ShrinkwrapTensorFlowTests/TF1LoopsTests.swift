@@ -8,13 +8,6 @@ import XCTest
 
 /// TF1 loop frames built by hand: `i = 0; while i < 3 { i += 1; y *= 2 }`, then its damaged forms.
 final class TF1LoopsTests: XCTestCase {
-    func node(_ name: String, _ op: String, _ inputs: [String] = [], _ attrs: [String: Tensorflow_AttrValue.OneOf_Value] = [:]) -> Tensorflow_NodeDef {
-        Tensorflow_NodeDef.with { n in
-            n.name = name; n.op = op; n.input = inputs
-            for (k, v) in attrs { n.attr[k] = Tensorflow_AttrValue.with { $0.value = v } }
-        }
-    }
-
     func scalar(_ name: String, int v: Int32) -> Tensorflow_NodeDef {
         node(name, "Const", [], ["dtype": .type(.dtInt32), "value": .tensor(Tensorflow_TensorProto.with { $0.dtype = .dtInt32; $0.intVal = [v] })])
     }
@@ -25,9 +18,8 @@ final class TF1LoopsTests: XCTestCase {
 
     /// The loop's nodes; `drop` leaves nodes out, `extra` adds some.
     func loopGraph(drop: Set<String> = [], extra: [Tensorflow_NodeDef] = []) -> Tensorflow_GraphDef {
-        let shape = Tensorflow_TensorShapeProto.with { $0.dim = [Tensorflow_TensorShapeProto.Dim.with { $0.size = 2 }] }
         let nodes = [
-            node("x", "Placeholder", [], ["dtype": .type(.dtFloat), "shape": .shape(shape)]),
+            placeholder("x", [2]),
             scalar("zero", int: 0), scalar("one", int: 1), scalar("three", int: 3),
             node("two", "Const", [], ["dtype": .type(.dtFloat), "value": .tensor(Tensorflow_TensorProto.with { $0.dtype = .dtFloat; $0.floatVal = [2] })]),
             enter("enter_i", "zero", type: .dtInt32), enter("enter_y", "x", type: .dtFloat),
