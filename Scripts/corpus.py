@@ -45,7 +45,8 @@ import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "Tests", "corpus", "manifest.json")
-EXTENSIONS = {"onnx": ".onnx", "tflite": ".tflite", "mlmodel": ".mlmodel", "mlpackage": ".mlpackage", "tensorflow": ".savedmodel"}
+EXTENSIONS = {"onnx": ".onnx", "tflite": ".tflite", "mlmodel": ".mlmodel", "mlpackage": ".mlpackage", "tensorflow": ".savedmodel",
+              "keras": ".hdf5"}
 
 
 class CorpusError(Exception):
@@ -497,12 +498,43 @@ def describe_tensorflow(path):
     }
 
 
+def describe_keras(path):
+    """A Keras HDF5 model as Keras reads it: the file's Keras version, its layers, its inputs and outputs."""
+    import collections
+    import h5py
+    import tensorflow as tf
+
+    def text(v):
+        return v.decode() if isinstance(v, bytes) else str(v)
+
+    with h5py.File(path, "r") as f:
+        version, backend = text(f.attrs.get("keras_version", "?")), text(f.attrs.get("backend", "?"))
+        config = json.loads(text(f.attrs["model_config"]))
+    model = tf.keras.models.load_model(path, compile=False)
+
+    def tensors(names, values):
+        return [{"name": n, "dtype": t.dtype.name, "shape": ["?" if d is None else d for d in t.shape]} for n, t in zip(names, values)]
+
+    layers = collections.Counter(l["class_name"] for l in config["config"]["layers"])
+    return {
+        "format": "keras",
+        "producer": f"Keras {version} ({backend} backend), {config['class_name']}",
+        "inputs": tensors([x[0] for x in config["config"]["input_layers"]], model.inputs),
+        "outputs": tensors([x[0] for x in config["config"]["output_layers"]], model.outputs),
+        "nodes": sum(layers.values()),
+        "ops": dict(layers.most_common()),
+    }
+
+
 def describe(path):
     if os.path.exists(os.path.join(path, "saved_model.pb")):
         kind = "tensorflow"
+    elif path.endswith((".h5", ".hdf5")):
+        kind = "keras"
     else:
         kind = "mlpackage" if path.rstrip("/").endswith(".mlpackage") else os.path.splitext(path)[1][1:]
-    facts = {"onnx": describe_onnx, "tflite": describe_tflite, "mlpackage": describe_mlpackage, "tensorflow": describe_tensorflow}[kind](path)
+    facts = {"onnx": describe_onnx, "tflite": describe_tflite, "mlpackage": describe_mlpackage, "tensorflow": describe_tensorflow,
+             "keras": describe_keras}[kind](path)
     facts["size"] = (sum(os.path.getsize(os.path.join(b, f)) for b, _, fs in os.walk(path) for f in fs)
                      if os.path.isdir(path) else os.path.getsize(path))
     facts["sha256"] = sha256_model(path)

@@ -5,7 +5,7 @@ For each model of Tests/corpus/manifest.json (fetched first: make corpus):
   1. `shrinkwrap inspect --json`: nodes, op kinds, free input dimensions
   2. `shrinkwrap convert MODEL -o X.onnx / X.tflite / X.mlmodel`: written (size) or the error line
   3. `shrinkwrap run` on seeded inputs (SHAPES below binds the free dimensions) against the peer
-     runtime: onnxruntime for .onnx, tf.lite.Interpreter for .tflite, TensorFlow for a SavedModel (a .mlpackage has none on
+     runtime: onnxruntime for .onnx, tf.lite.Interpreter for .tflite, TensorFlow for a SavedModel, Keras for .hdf5 (a .mlpackage has none on
      Linux); then each converted file on the same inputs: shrinkwrap run, and the peer runtime for
      the .onnx / .tflite files we wrote. Differences are max |a - b| and that over max |reference|.
 A process killed by a signal is a CRASH, reported apart from clean errors.
@@ -52,6 +52,7 @@ SHAPES = {
     "basic-pitch-tflite": {"serving_default_input_2:0": ([1, 43844, 1], "signed")},
     "basic-pitch-mlpackage": {"input_2": ([1, 43844, 1], "signed")},
     "basic-pitch-savedmodel": {"input_2": ([1, 43844, 1], "signed")},
+    "fer-emotion": {"input_1": ([1, 64, 64, 1], "signed")},
     "oww-melspectrogram": {"input": ([1, 1280], "audio16")},
     "oww-embedding": {"input_1": ([1, 76, 32, 1], "uniform")},
     "oww-hey-mycroft": {"input_1": ([1, 16, 96], "signed")},
@@ -101,6 +102,8 @@ def reference(model, inputs, out):
     elif is_savedmodel(model):
         signature = savedmodel_signature(model)
         results = run_savedmodel(signature, list(zip(savedmodel_inputs(signature), arrays)))
+    elif is_keras(model):
+        results = run_keras(keras_model(model), arrays)
     else:
         import tensorflow as tf
         it = tf.lite.Interpreter(model_path=model, num_threads=1)
@@ -115,6 +118,23 @@ def reference(model, inputs, out):
         results = [it.get_tensor(d["index"]) for d in it.get_output_details()]
     for i, r in enumerate(results):
         np.save(os.path.join(out, f"out_{i}.npy"), r)
+
+
+def is_keras(model):
+    return model.endswith((".h5", ".hdf5", ".keras"))
+
+
+def keras_model(model):
+    """Keras itself (TensorFlow 2.12's tf.keras, in the TF venv) on a Keras file."""
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    return tf.keras.models.load_model(model, compile=False)
+
+
+def run_keras(model, arrays):
+    """model(x) on the inputs in the model's order: its outputs, in the model's order."""
+    ys = model(arrays if len(arrays) > 1 else arrays[0], training=False)
+    return [y.numpy() for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
 
 
 def is_savedmodel(model):

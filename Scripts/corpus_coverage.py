@@ -5,7 +5,7 @@ For each model of Tests/corpus/manifest.json (make corpus) and its real inputs (
 $SHRINKWRAP_CORPUS/data/<id>/index.json and one folder of .npy files per input):
   1. import: `shrinkwrap inspect`
   2. source: `shrinkwrap run` on every sample against the peer runtime on the same tensors
-     (onnxruntime for .onnx; TensorFlow for a SavedModel; tf.lite.Interpreter for .tflite, with its default XNNPACK kernels and
+     (onnxruntime for .onnx; TensorFlow for a SavedModel; Keras for .hdf5; tf.lite.Interpreter for .tflite, with its default XNNPACK kernels and
      with its reference kernels, see TOLERANCES)
   3. for .onnx, .tflite, .mlmodel and .mlpackage: `shrinkwrap convert` (the free input dims pinned to
      the data's shapes with --input-shape for the fixed-shape formats), then the converted file in our
@@ -85,6 +85,14 @@ def peer(model, samples_json, out, both_kernels):
             feed = {n: given[n] for n in names if n in given} if set(names) <= set(given) else \
                 {n: np.load(p) for n, (_, p) in zip(names, sample)}
             write(out, k, "out", s.run(None, feed))
+        return
+    if baseline.is_keras(model):
+        keras = baseline.keras_model(model)
+        names = [t.name.split(":")[0] for t in keras.inputs]
+        for k, sample in enumerate(samples):
+            given = {n: np.load(p) for n, p in sample}
+            arrays = [given[n] for n in names] if set(names) <= set(given) else list(given.values())
+            write(out, k, "out", baseline.run_keras(keras, arrays))
         return
     if baseline.is_savedmodel(model):
         signature = baseline.savedmodel_signature(model)
@@ -456,7 +464,7 @@ def cover(entry, bin_, work, limit, timeout):
         skip = set((exceptions or {}).get("names", []))
         return [k for k, s in enumerate(samples) if not any(os.path.basename(p) in skip for _, p in s)]
 
-    if entry["format"] in ("onnx", "tflite", "tensorflow"):
+    if entry["format"] in ("onnx", "tflite", "tensorflow", "keras"):
         keep = kept(entry.get("except_samples"))
         left_out = len(samples) - len(keep)
         samples = [samples[k] for k in keep]

