@@ -341,7 +341,7 @@ CORPUS_QUICK_ASSETS := astronaut grace-hopper coffee chelsea page text
 coverage: corpus corpus-inputs build venv venv-tf ## docs/coverage.md: every corpus model × {ONNX, TFLite, Core ML} on its real inputs, against onnxruntime / tf.lite / coremltools (~10 min)
 	$(PY) Scripts/corpus_coverage.py --shrinkwrap $(BIN) --json out/coverage/coverage.json
 
-corpus-quick: deps-corpus venv-corpus build venv venv-tf ## the corpus slice of make test: 5 real models on real inputs, converted to every format, checked against the peers
+corpus-quick: deps-corpus venv-corpus build venv venv-tf ## the corpus slice of make test: 6 real models on real inputs, converted to every format, checked against the peers
 	python3 Scripts/corpus.py fetch --quiet $(CORPUS_QUICK) $(CORPUS_QUICK_ASSETS)
 	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py make $(CORPUS_QUICK) 2>&1 | grep -v "XNNPACK delegate"; exit $${PIPESTATUS[0]}
 	$(VENV_CORPUS)/bin/python Scripts/corpus_inputs.py --verify $(CORPUS_QUICK)

